@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 
 import stoker
+from stoker.cli import _demo
 
 __all__ = ["build_parser", "main"]
 
@@ -21,7 +22,8 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument("--version", action="version", version=f"stoker {stoker.__version__}")
-    parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _demo.add_demo_parser(commands)
     return parser
 
 
@@ -32,8 +34,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0
-    parser.error(f"unknown command {args.command!r}")  # pragma: no cover - argparse rejects first
-    return 2  # pragma: no cover
+    code: int = args.func(args)
+    return code
 
 
 if __name__ == "__main__":
