@@ -13,6 +13,7 @@ Every random choice is drawn from ``--seed``: the per-sample augmentation from
 from __future__ import annotations
 
 import argparse
+import os
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -107,13 +108,23 @@ def run_demo(
     epochs: int = 8,
     batch_size: int = 64,
     workers: int = 2,
-    logdir: str = "runs/demo",
+    logdir: str | None = None,
     seed: int = 0,
     samples: int = 4000,
     lr: float = 0.05,
     progress: bool = True,
 ) -> DemoResult:
-    """Train the demo model and log it; return the final metrics.
+    """Train the demo model and log it to ``logdir``; return the final metrics.
+
+    Args:
+        epochs: Passes over the training split.
+        batch_size: Samples per training batch.
+        workers: Loader worker processes (0 loads in this process).
+        logdir: Run directory; default ``runs/demo/<date-time>`` so runs sit side by side.
+        seed: Seed of the data, the split, the shuffling, the augmentation and the weights.
+        samples: Images drawn; 80% train, 20% validate.
+        lr: Peak learning rate of the cosine schedule.
+        progress: Draw a progress bar when stderr is a terminal.
 
     Raises:
         ValueError: If a count is not positive or ``workers`` is negative.
@@ -123,6 +134,8 @@ def run_demo(
             raise ValueError(f"{name} must be a positive int, got {value!r}")
     if workers < 0:
         raise ValueError(f"workers must be a non-negative int, got {workers!r}")
+    if logdir is None:
+        logdir = os.path.join("runs", "demo", time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
     images, labels = draw_shapes(samples, seed=seed)
     plain = ShapesDataset(images, labels, augment=False, seed=seed)
@@ -219,7 +232,9 @@ def add_demo_parser(subparsers: Any) -> None:
     parser.add_argument("--epochs", type=int, default=8, help="passes over the data (8)")
     parser.add_argument("--batch-size", type=int, default=64, help="samples per batch (64)")
     parser.add_argument("--workers", type=int, default=2, help="loader worker processes (2)")
-    parser.add_argument("--logdir", default="runs/demo", help="run directory (runs/demo)")
+    parser.add_argument(
+        "--logdir", default=None, help="run directory (default: runs/demo/<date-time>)"
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed for data, split and model (0)")
     parser.add_argument("--samples", type=int, default=4000, help="images drawn (4000)")
     parser.add_argument("--lr", type=float, default=0.05, help="peak learning rate (0.05)")

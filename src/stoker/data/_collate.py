@@ -1,0 +1,334 @@
+"""Collation: turning a list of samples into one batch, NumPy-first.
+
+The rules follow ``torch.utils.data._utils.collate`` (torch 2.13), with NumPy arrays where torch
+makes tensors:
+
+* NumPy arrays are stacked into one array with a new first dimension (arrays of strings or
+  objects raise ``TypeError``); NumPy scalars become a 1-d array of their dtype;
+* Python ``int`` becomes ``int64``, ``float`` becomes ``float64``, ``bool`` becomes ``bool``
+  (torch's dtypes; a batch of ints mixed with floats becomes ``float32``, as torch does);
+* ``str`` and ``bytes`` are returned as the sequence they came in: the list of samples at the
+  top level, a tuple inside a namedtuple or sequence (as torch returns them);
+* mappings, namedtuples and other sequences recurse per key or position (tuples become lists,
+  as in torch; sequences of unequal lengths raise ``RuntimeError``);
+* torch tensors, when the user has torch, are stacked with ``torch.stack``. torch is never
+  imported here: tensors are recognised only once the user has imported torch.
+
+Samples whose arrays differ in shape raise an error naming the shapes and their positions in
+the batch. :func:`collate` takes a ``collate_fn_map`` from types to functions, checked first by
+exact type then with ``isinstance`` in insertion order, as torch does.
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import copy
+import re
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
+
+CollateFnMap = dict[type | tuple[type, ...], Callable[..., Any]]
+
+_STR_OR_OBJECT_DTYPE = re.compile(r"[SaUO]")
+
+_UNSUPPORTED = (
+    "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
+)
+
+
+class _ShapeMismatchError(RuntimeError, ValueError):
+    """Samples of unequal shapes (a RuntimeError as in torch, and a ValueError)."""
+
+
+class _TorchTensorMeta(type):
+    """Makes ``isinstance(x, TorchTensor)`` true for torch tensors without importing torch."""
+
+    def __instancecheck__(cls, instance: object) -> bool:
+        torch = sys.modules.get("torch")  # no torch imported: no tensor can exist
+        return torch is not None and isinstance(instance, torch.Tensor)
+
+
+class TorchTensor(metaclass=_TorchTensorMeta):
+    """Stands for ``torch.Tensor`` as a key of :data:`default_collate_fn_map`."""
+
+
+def _is_tensor(value: object) -> bool:
+    return isinstance(value, TorchTensor)
+
+
+def default_convert(data: Any) -> Any:
+    """Convert a sample without batching, as torch's ``default_convert`` but keeping NumPy.
+
+    NumPy arrays and scalars and torch tensors are returned as they are; mappings, namedtuples
+    and sequences are rebuilt with their items converted (tuples become lists, as in torch);
+    anything else is returned unchanged. The loader uses it when automatic batching is off.
+
+    Args:
+        data: one sample.
+
+    Returns:
+        The converted sample.
+    """
+    if _is_tensor(data) or isinstance(data, (np.ndarray, np.generic, str, bytes)):
+        return data
+    data_type = type(data)
+    if isinstance(data, collections.abc.Mapping):
+        converted = {key: default_convert(data[key]) for key in data}
+        try:
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)
+                clone.update(converted)
+                return clone
+            return data_type(converted)
+        except TypeError:
+            return converted
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return data_type(*(default_convert(item) for item in data))
+    if isinstance(data, tuple):
+        return [default_convert(item) for item in data]
+    if isinstance(data, collections.abc.Sequence):
+        items = [default_convert(item) for item in data]
+        try:
+            if isinstance(data, collections.abc.MutableSequence):
+                clone_seq = copy.copy(data)
+                for position, item in enumerate(items):
+                    clone_seq[position] = item
+                return clone_seq
+            return data_type(items)
+        except TypeError:
+            return items
+    return data
+
+
+def _describe_shapes(shapes: Sequence[tuple[int, ...]]) -> str:
+    groups: dict[tuple[int, ...], list[int]] = {}
+    for position, shape in enumerate(shapes):
+        groups.setdefault(shape, []).append(position)
+    parts = []
+    for shape, positions in groups.items():
+        shown = ", ".join(str(p) for p in positions[:8]) + (", ..." if len(positions) > 8 else "")
+        parts.append(f"shape {shape} at positions [{shown}]")
+    return "; ".join(parts)
+
+
+def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) -> Any:
+    """Stack NumPy arrays (or array-likes) along a new first dimension.
+
+    Args:
+        batch: the samples' arrays, all of one shape.
+        out: an optional preallocated array of shape ``(len(batch), *shape)`` to fill.
+
+    Returns:
+        The stacked array (``out`` when given).
+
+    Raises:
+        TypeError: for arrays of strings or objects.
+        RuntimeError: when the shapes differ (also a ``ValueError``); the message names the
+            shapes and their positions in the batch.
+    """
+    first = batch[0]
+    if isinstance(first, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(first.dtype.str) is not None:
+        raise TypeError(_unsupported_dtype(first.dtype))
+    try:
+        stacked = np.stack(batch, out=out)  # one C loop; checks shapes, promotes dtypes
+    except ValueError as err:
+        shapes = [np.shape(item) for item in batch]
+        if any(shape != shapes[0] for shape in shapes):
+            raise _ShapeMismatchError(
+                "default_collate: samples in a batch must have equal shapes to be stacked, "
+                f"got {_describe_shapes(shapes)}; resize or pad the samples, or pass a "
+                "collate_fn"
+            ) from err
+        raise
+    if _STR_OR_OBJECT_DTYPE.search(stacked.dtype.str) is not None:
+        raise TypeError(_unsupported_dtype(stacked.dtype))
+    return stacked
+
+
+def _unsupported_dtype(dtype: np.dtype[Any]) -> str:
+    return (
+        _UNSUPPORTED.format(dtype) + "; convert string or object arrays to numbers or pass a "
+        "collate_fn that keeps them as lists"
+    )
+
+
+def collate(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    """Collate a batch with a type-to-function map, recursing into containers.
+
+    The function for a batch is looked up by the exact type of its first element, then by
+    ``isinstance`` over the map in insertion order; each is called as
+    ``fn(batch, collate_fn_map=collate_fn_map)``. Without a match, mappings, namedtuples and
+    sequences recurse as in torch.
+
+    Args:
+        batch: the list of samples.
+        collate_fn_map: types (or tuples of types) to collate functions.
+
+    Returns:
+        The batch.
+
+    Raises:
+        TypeError: when an element type has no collate function.
+        RuntimeError: when sequences in the batch differ in length.
+    """
+    elem = batch[0]
+    elem_type = type(elem)
+    if collate_fn_map is not None:
+        function = collate_fn_map.get(elem_type)
+        if function is not None:
+            return function(batch, collate_fn_map=collate_fn_map)
+        for collate_type, candidate in collate_fn_map.items():
+            if isinstance(elem, collate_type):
+                return candidate(batch, collate_fn_map=collate_fn_map)
+    if isinstance(elem, collections.abc.Mapping):
+        merged = {
+            key: collate([sample[key] for sample in batch], collate_fn_map=collate_fn_map)
+            for key in elem
+        }
+        try:
+            if isinstance(elem, collections.abc.MutableMapping):
+                clone = copy.copy(elem)
+                clone.update(merged)
+                return clone
+            return elem_type(merged)
+        except TypeError:
+            return merged
+    if isinstance(elem, tuple) and hasattr(elem, "_fields"):
+        return elem_type(
+            *(
+                collate(column, collate_fn_map=collate_fn_map)
+                for column in zip(*batch, strict=False)
+            )
+        )
+    if isinstance(elem, collections.abc.Sequence):
+        size = len(elem)
+        lengths = [len(sample) for sample in batch]
+        if any(length != size for length in lengths):
+            raise RuntimeError(
+                "each element in list of batch should be of equal size; got lengths "
+                f"{lengths}; pad the samples or pass a collate_fn"
+            )
+        columns = [
+            collate(column, collate_fn_map=collate_fn_map) for column in zip(*batch, strict=True)
+        ]
+        if isinstance(elem, tuple):
+            return columns
+        try:
+            if isinstance(elem, collections.abc.MutableSequence):
+                clone_seq = copy.copy(elem)
+                for position, column in enumerate(columns):
+                    clone_seq[position] = column
+                return clone_seq
+            return elem_type(columns)
+        except TypeError:
+            return columns
+    raise TypeError(_UNSUPPORTED.format(elem_type))
+
+
+def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    """Stack torch tensors with ``torch.stack`` (torch is already imported by the user)."""
+    torch = sys.modules["torch"]
+    elem = batch[0]
+    if elem.is_nested:
+        raise RuntimeError(
+            "Batches of nested tensors are not supported by the default collate_fn; "
+            "pass a collate_fn that handles them"
+        )
+    if elem.layout is not torch.strided:
+        raise RuntimeError(
+            f"Batches of sparse tensors (layout {elem.layout}) are not supported by the "
+            "default collate_fn; pass a collate_fn that handles them"
+        )
+    shapes = [tuple(tensor.shape) for tensor in batch]
+    if any(shape != shapes[0] for shape in shapes):
+        raise _ShapeMismatchError(
+            f"default_collate: samples in a batch must have equal shapes to be stacked, got "
+            f"{_describe_shapes(shapes)}; resize or pad the samples, or pass a collate_fn"
+        )
+    return torch.stack(list(batch), 0)
+
+
+def collate_numpy_array_fn(
+    batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None
+) -> Any:
+    """Stack NumPy arrays into one NumPy array (see :func:`stack_arrays`)."""
+    return stack_arrays(batch)
+
+
+def collate_numpy_scalar_fn(
+    batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None
+) -> Any:
+    """Turn NumPy scalars into a 1-d NumPy array of their dtype."""
+    return np.asarray(batch)
+
+
+def collate_float_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    """Turn Python floats into a ``float64`` array."""
+    try:
+        return np.fromiter(batch, dtype=np.float64, count=len(batch))
+    except (TypeError, ValueError):
+        return np.array(batch, dtype=np.float64)
+
+
+def collate_int_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    """Turn Python ints into an ``int64`` array (bools into ``bool``, as torch does)."""
+    result = np.asarray(batch)
+    kind = result.dtype.kind
+    if kind == "i" and result.dtype != np.int64:
+        return result.astype(np.int64)
+    if kind == "f" and not isinstance(batch[0], bool):
+        return result.astype(np.float32)  # torch.tensor infers its default float dtype
+    if kind not in "biuf":
+        raise TypeError(
+            f"default_collate: a batch starting with an int must hold numbers, got elements "
+            f"of types {sorted({type(item).__name__ for item in batch})}; "
+            "make the samples consistent or pass a collate_fn"
+        )
+    return result
+
+
+def collate_str_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
+    """Keep strings (and bytes) as the list they came in."""
+    return batch
+
+
+default_collate_fn_map: CollateFnMap = {
+    TorchTensor: collate_tensor_fn,
+    np.ndarray: collate_numpy_array_fn,
+    (np.bool_, np.number, np.object_): collate_numpy_scalar_fn,
+    float: collate_float_fn,
+    int: collate_int_fn,
+    str: collate_str_fn,
+    bytes: collate_str_fn,
+}
+"""The map :func:`default_collate` uses; copy and extend it to collate custom types."""
+
+
+def default_collate(batch: Sequence[Any]) -> Any:
+    """Collate a list of samples into a batch: NumPy arrays, lists of str, or torch tensors.
+
+    See the module documentation for the rules; they are torch's with NumPy in place of
+    tensors.
+
+    Args:
+        batch: the list of samples.
+
+    Returns:
+        The batch, with the samples' structure.
+
+    Raises:
+        TypeError: when an element type cannot be collated.
+        RuntimeError: when sequences differ in length or arrays in shape.
+
+    Examples:
+        >>> default_collate([0, 1, 2]).dtype
+        dtype('int64')
+        >>> default_collate([{"x": 1.0, "y": "a"}, {"x": 2.0, "y": "b"}])
+        {'x': array([1., 2.]), 'y': ['a', 'b']}
+    """
+    return collate(batch, collate_fn_map=default_collate_fn_map)

@@ -1,0 +1,223 @@
+"""DistributedSampler: each of ``num_replicas`` ranks visits its own share of a dataset.
+
+Semantics follow ``torch.utils.data.distributed`` (torch 2.13): the (optionally shuffled) index
+list is padded by repeating it from the start until it divides evenly by ``num_replicas``
+(or cut with ``drop_last``), then rank ``r`` takes every ``num_replicas``-th index starting at
+``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e)``, so every rank
+computes the same order without communicating, any epoch can be recomputed on its own, and
+iteration can start at an offset (see :meth:`DistributedSampler.load_state_dict`). The orders
+differ from torch's, which uses ``torch.randperm`` seeded with ``seed + epoch``.
+
+``num_replicas`` and ``rank`` come from the arguments, else from ``torch.distributed`` when the
+user has already imported torch and initialised a process group, else from the ``WORLD_SIZE``
+and ``RANK`` environment variables (as set by ``torchrun`` and most launchers).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import os
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from stoker.data._generator import STATE_VERSION, make_rng
+from stoker.data._sampler import Sampler
+
+__all__ = ["DistributedSampler"]
+
+_SHUFFLE_TAG = 0x4449_5354
+
+
+def _torch_process_group() -> tuple[int, int] | None:
+    """Return ``(world_size, rank)`` of an initialised torch process group, if the user has one."""
+    if "torch" not in sys.modules:
+        return None
+    try:
+        import torch.distributed as dist  # noqa: PLC0415  (only once the user imported torch)
+    except ImportError:
+        return None
+    if not dist.is_available() or not dist.is_initialized():
+        return None
+    return int(dist.get_world_size()), int(dist.get_rank())
+
+
+def _env_int(name: str) -> int | None:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return None
+    try:
+        return int(raw)
+    except ValueError as err:
+        raise ValueError(
+            f"environment variable {name} must be an int, got {raw!r}; "
+            "fix the launcher's environment or pass num_replicas and rank explicitly"
+        ) from err
+
+
+def _int_arg(value: object, name: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(
+            f"{name} must be an int, got {value!r} of type {type(value).__name__}; "
+            "pass an int or None"
+        )
+    return int(value)
+
+
+def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
+    group = None
+    if num_replicas is None or rank is None:
+        group = _torch_process_group()
+    if num_replicas is None:
+        num_replicas = group[0] if group is not None else _env_int("WORLD_SIZE")
+    if rank is None:
+        rank = group[1] if group is not None else _env_int("RANK")
+    if num_replicas is None or rank is None:
+        missing = " and ".join(
+            name
+            for name, value in (("num_replicas", num_replicas), ("rank", rank))
+            if value is None
+        )
+        raise RuntimeError(
+            f"DistributedSampler could not determine {missing}: pass num_replicas= and rank=, "
+            "initialise torch.distributed (after importing torch), or set the WORLD_SIZE and "
+            "RANK environment variables"
+        )
+    num_replicas = _int_arg(num_replicas, "num_replicas")
+    rank = _int_arg(rank, "rank")
+    if num_replicas <= 0:
+        raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}")
+    if rank >= num_replicas or rank < 0:
+        raise ValueError(
+            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}] "
+            f"for num_replicas={num_replicas}"
+        )
+    return num_replicas, rank
+
+
+class DistributedSampler(Sampler[int]):
+    """Restricts loading to one rank's share of the dataset.
+
+    Use it with :class:`~stoker.data.DataLoader` in each process and call :meth:`set_epoch`
+    at the start of every epoch (before creating the loader's iterator) so the shuffle differs
+    between epochs; without it every epoch has the same order.
+
+    Args:
+        dataset: a sized dataset (only its length is used).
+        num_replicas: the number of ranks; see the module docstring for the default.
+        rank: this process's rank in ``[0, num_replicas)``; see the module docstring.
+        shuffle: shuffle the indices each epoch (the same way on every rank).
+        seed: the shuffle's seed; it must be the same on every rank.
+        drop_last: drop the tail so every rank gets the same number of distinct indices,
+            instead of padding with indices from the start.
+
+    Raises:
+        RuntimeError: when ``num_replicas`` or ``rank`` cannot be determined.
+        ValueError: when ``rank`` is outside ``[0, num_replicas)`` or an environment variable
+            is not an int.
+    """
+
+    def __init__(  # noqa: PLR0917  (torch 2.13 signature, positional arguments kept)
+        self,
+        dataset: Any,
+        num_replicas: int | None = None,
+        rank: int | None = None,
+        shuffle: bool = True,
+        seed: int = 0,
+        drop_last: bool = False,
+    ) -> None:
+        self.num_replicas, self.rank = _resolve_world(num_replicas, rank)
+        self.dataset = dataset
+        self.epoch = 0
+        self.drop_last = drop_last
+        self.shuffle = shuffle
+        self.seed = _int_arg(seed, "seed")
+        length = len(dataset)
+        if self.drop_last and length % self.num_replicas != 0:
+            self.num_samples = math.ceil((length - self.num_replicas) / self.num_replicas)
+        else:
+            self.num_samples = math.ceil(length / self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+        self._progress: tuple[int, Iterator[int]] = (0, iter([]))
+        self._resume_offset: int | None = None
+
+    @property
+    def _offset(self) -> int:
+        end, remaining = self._progress
+        return end - operator.length_hint(remaining)
+
+    def _rank_indices(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        length = len(self.dataset)
+        if self.shuffle:
+            order = make_rng(self.seed, self.epoch, _SHUFFLE_TAG).permutation(length)
+        else:
+            order = np.arange(length, dtype=np.int64)
+        # np.resize repeats the array cyclically: torch's padding from the start, or a cut.
+        padded = np.resize(order, self.total_size) if length else order[: self.total_size]
+        return padded[self.rank : self.total_size : self.num_replicas]
+
+    def __iter__(self) -> Iterator[int]:
+        """Yield this rank's indices for the current epoch."""
+        start = self._resume_offset or 0
+        self._resume_offset = None
+        mine = self._rank_indices()[start:].tolist()
+        self._progress = (start + len(mine), iter(mine))
+        yield from self._progress[1]
+
+    def __len__(self) -> int:
+        """Return the number of indices per rank and epoch."""
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Set the epoch, which (with ``seed``) determines the shuffle; call it every epoch.
+
+        Args:
+            epoch: the epoch number; use the same value on every rank.
+        """
+        self.epoch = epoch
+        self._progress = (0, iter([]))
+
+    def state_dict(self) -> dict[str, Any]:
+        """Return a small JSON-serialisable state: epoch, seed, offset and the configuration."""
+        return {
+            "version": STATE_VERSION,
+            "sampler": "DistributedSampler",
+            "length": len(self.dataset),
+            "num_replicas": self.num_replicas,
+            "rank": self.rank,
+            "shuffle": self.shuffle,
+            "drop_last": self.drop_last,
+            "seed": self.seed,
+            "epoch": self.epoch,
+            "offset": self._offset if self._offset < self.num_samples else 0,
+            "finished": self._offset >= self.num_samples > 0,
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Restore a state from :meth:`state_dict`; the next ``iter()`` resumes from it.
+
+        A state saved after an epoch ended resumes at the start of the next epoch.
+
+        Raises:
+            ValueError: when the state was saved by another sampler, configuration or version.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
+        mine = self.state_dict()
+        for key in ("version", "sampler", "length", "num_replicas", "rank", "shuffle", "seed"):
+            if state.get(key) != mine[key]:
+                raise ValueError(
+                    f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
+                    f"state but {mine[key]!r} here; load it into a sampler built the same way"
+                )
+        if state.get("drop_last") != self.drop_last:
+            raise ValueError(
+                f"state does not fit this sampler: drop_last is {state.get('drop_last')!r} in "
+                f"the state but {self.drop_last!r} here"
+            )
+        self.epoch = int(state["epoch"]) + (1 if state.get("finished") else 0)
+        self._resume_offset = int(state["offset"])
+        self._progress = (self._resume_offset, iter([]))

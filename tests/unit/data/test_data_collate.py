@@ -1,0 +1,227 @@
+"""Tests for stoker.data's collation: default_collate, default_convert and collate with a map."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stoker.data import collate, default_collate, default_collate_fn_map, default_convert
+from stoker.data._collate import stack_arrays
+
+Point = namedtuple("Point", ["x", "y"])
+
+
+@pytest.mark.parametrize(
+    ("batch", "dtype", "values"),
+    [
+        ([1, 2, 3], np.int64, [1, 2, 3]),
+        ([1.5, 2.0], np.float64, [1.5, 2.0]),
+        ([1.5, 2], np.float64, [1.5, 2.0]),
+        ([True, False], np.bool_, [True, False]),
+        ([1, 2.5], np.float32, [1.0, 2.5]),
+        ([np.float32(1), np.float32(2)], np.float32, [1.0, 2.0]),
+        ([np.int8(1), np.int8(-2)], np.int8, [1, -2]),
+        ([np.bool_(True), np.bool_(False)], np.bool_, [True, False]),
+    ],
+)
+def test_numbers_become_arrays(batch: list[Any], dtype: Any, values: list[Any]) -> None:
+    """Python and NumPy numbers become 1-d NumPy arrays with torch's dtypes."""
+    out = default_collate(batch)
+    assert isinstance(out, np.ndarray)
+    assert out.dtype == dtype
+    assert out.tolist() == values
+
+
+def test_arrays_are_stacked() -> None:
+    """Arrays stack along a new first dimension, keeping dtype; mixed dtypes promote."""
+    out = default_collate([np.zeros((2, 3), np.uint8), np.ones((2, 3), np.uint8)])
+    assert out.shape == (2, 2, 3)
+    assert out.dtype == np.uint8
+    assert out[1].sum() == 6
+    mixed = default_collate([np.zeros(2, np.int32), np.ones(2, np.float32)])
+    assert mixed.dtype == np.float64
+    zero_d = default_collate([np.array(1.0), np.array(2.0)])
+    assert zero_d.tolist() == [1.0, 2.0]
+
+
+def test_unequal_shapes_name_shapes_and_positions() -> None:
+    """Arrays of unequal shapes raise (RuntimeError and ValueError) naming shapes and positions."""
+    batch = [np.zeros(2), np.zeros(2), np.zeros(3), np.zeros(2)]
+    with pytest.raises(
+        RuntimeError,
+        match=r"shape \(2,\) at positions \[0, 1, 3\]; shape \(3,\) at positions \[2\]",
+    ):
+        default_collate(batch)
+    with pytest.raises(ValueError, match="equal shapes"):
+        default_collate(batch)
+
+
+@pytest.mark.parametrize("dtype", ["U3", "S3", object])
+def test_string_and_object_arrays_are_rejected(dtype: Any) -> None:
+    """NumPy arrays of strings, bytes or objects are a TypeError, as in torch."""
+    with pytest.raises(TypeError, match="batch must contain tensors, numpy arrays"):
+        default_collate([np.array(["a"], dtype=dtype), np.array(["b"], dtype=dtype)])
+
+
+def test_strings_and_bytes_stay_lists() -> None:
+    """str, bytes and NumPy str scalars are returned as the list they came in."""
+    assert default_collate(["a", "b"]) == ["a", "b"]
+    assert default_collate([b"a", b"b"]) == [b"a", b"b"]
+    assert default_collate([np.str_("a"), np.str_("b")]) == ["a", "b"]
+
+
+def test_mappings_recurse_and_keep_their_type() -> None:
+    """Dicts collate per key; a mutable mapping keeps its type; nested values recurse."""
+    batch = [OrderedDict(a=1, b={"c": "x"}), OrderedDict(a=2, b={"c": "y"})]
+    out = default_collate(batch)
+    assert isinstance(out, OrderedDict)
+    assert out["a"].tolist() == [1, 2]
+    assert out["b"] == {"c": ["x", "y"]}
+
+
+def test_immutable_mapping_is_rebuilt_or_falls_back_to_dict() -> None:
+    """A read-only mapping is rebuilt from a dict when it can be, else a plain dict is returned."""
+
+    class Frozen(Mapping[str, Any]):
+        def __init__(self, data: dict[str, Any]) -> None:
+            self._data = dict(data)
+
+        def __getitem__(self, key: str) -> Any:
+            return self._data[key]
+
+        def __iter__(self) -> Any:
+            return iter(self._data)
+
+        def __len__(self) -> int:
+            return len(self._data)
+
+    class Unbuildable(Frozen):
+        def __init__(self, data: dict[str, Any], extra: int) -> None:
+            super().__init__(data)
+
+    rebuilt = default_collate([Frozen({"a": 1}), Frozen({"a": 2})])
+    assert isinstance(rebuilt, Frozen)
+    assert rebuilt["a"].tolist() == [1, 2]
+    fallback = default_collate([Unbuildable({"a": 1}, 0), Unbuildable({"a": 2}, 0)])
+    assert type(fallback) is dict
+
+
+def test_namedtuples_tuples_and_lists() -> None:
+    """Namedtuples keep their type; tuples become lists; lists stay lists, per position."""
+    point = default_collate([Point(1, 2.0), Point(3, 4.0)])
+    assert isinstance(point, Point)
+    assert point.x.tolist() == [1, 3]
+    pairs = default_collate([(1, "a"), (2, "b")])
+    assert isinstance(pairs, list)
+    assert pairs[0].tolist() == [1, 2]
+    assert pairs[1] == ("a", "b")  # strings inside a sequence stay the zipped tuple, as in torch
+    lists = default_collate([[1, 2], [3, 4]])
+    assert [column.tolist() for column in lists] == [[1, 3], [2, 4]]
+
+
+def test_unequal_sequence_lengths_raise_like_torch() -> None:
+    """Sequences of different lengths raise torch's RuntimeError message, with the lengths."""
+    with pytest.raises(RuntimeError, match=r"should be of equal size; got lengths \[2, 1\]"):
+        default_collate([[1, 2], [3]])
+
+
+def test_unsupported_type_is_a_type_error() -> None:
+    """An element with no rule (e.g. None or an object) is a TypeError naming its type."""
+    with pytest.raises(TypeError, match="found <class 'NoneType'>"):
+        default_collate([None, None])
+    with pytest.raises(TypeError, match="must hold numbers"):
+        default_collate([1, "a"])
+
+
+def test_torch_tensors_are_stacked_with_torch() -> None:
+    """Torch tensors stay torch tensors; unequal shapes are named with their positions."""
+    torch = pytest.importorskip("torch")
+    out = default_collate([{"t": torch.ones(2)}, {"t": torch.zeros(2)}])
+    assert isinstance(out["t"], torch.Tensor)
+    assert out["t"].shape == (2, 2)
+    with pytest.raises(RuntimeError, match=r"shape \(3,\) at positions \[1\]"):
+        default_collate([torch.ones(2), torch.ones(3)])
+    with pytest.raises(RuntimeError, match="sparse"):
+        default_collate([torch.ones(2).to_sparse(), torch.ones(2).to_sparse()])
+
+
+def test_collate_with_custom_map_exact_type_then_isinstance() -> None:
+    """A custom map is consulted by exact type, then isinstance in order, and is passed down."""
+
+    class Box:
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+    class SmallBox(Box):
+        pass
+
+    def collate_box(batch: Sequence[Box], *, collate_fn_map: Any) -> list[int]:
+        assert collate_fn_map is mapping
+        return [box.value for box in batch]
+
+    mapping = {**default_collate_fn_map, Box: collate_box}
+    out = collate([{"b": SmallBox(1), "n": 1}, {"b": SmallBox(2), "n": 2}], collate_fn_map=mapping)
+    assert out["b"] == [1, 2]
+    assert out["n"].tolist() == [1, 2]
+    with pytest.raises(TypeError, match="found"):
+        default_collate([Box(1)])
+
+
+def test_collate_without_map_only_recurses() -> None:
+    """With collate_fn_map=None containers recurse but leaves have no rule."""
+    with pytest.raises(TypeError, match="found <class 'int'>"):
+        collate([[1], [2]])
+
+
+def test_stack_arrays_fills_a_given_output() -> None:
+    """stack_arrays writes into a preallocated output and returns it."""
+    out = np.empty((2, 3), np.float32)
+    result = stack_arrays([np.arange(3), np.arange(3) + 1], out=out)
+    assert result is out
+    assert out.tolist() == [[0, 1, 2], [1, 2, 3]]
+
+
+def test_default_convert_keeps_numpy_and_rebuilds_containers() -> None:
+    """Arrays, scalars and strings are kept; tuples become lists; namedtuples and dicts rebuilt."""
+    array = np.arange(3)
+    assert default_convert(array) is array
+    scalar = np.float32(1)
+    assert default_convert(scalar) is scalar
+    assert default_convert("s") == "s"
+    converted = default_convert({"a": (1, array), "p": Point(1, 2)})
+    assert converted["a"][0] == 1
+    assert isinstance(converted["a"], list)
+    assert converted["a"][1] is array
+    assert converted["p"] == Point(1, 2)
+    assert isinstance(converted["p"], Point)
+    assert default_convert([1, (2,)]) == [1, [2]]
+    assert default_convert(range(2)) == [0, 1]
+    assert default_convert(None) is None
+
+
+def test_docstring_examples_run() -> None:
+    """The examples in the collate module's docstrings are correct."""
+    import doctest
+
+    import stoker.data._collate as module
+
+    result = doctest.testmod(module)
+    assert result.attempted >= 2
+    assert result.failed == 0
+
+
+def test_tensor_subclasses_from_user_modules_are_stacked() -> None:
+    """A torch.Tensor subclass defined outside torch is still collated with torch.stack."""
+    torch = pytest.importorskip("torch")
+
+    class Tagged(torch.Tensor):  # type: ignore[misc]
+        pass
+
+    batch = [torch.ones(2).as_subclass(Tagged), torch.zeros(2).as_subclass(Tagged)]
+    out = default_collate(batch)
+    assert isinstance(out, torch.Tensor)
+    assert out.tolist() == [[1.0, 1.0], [0.0, 0.0]]

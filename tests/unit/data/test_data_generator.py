@@ -1,0 +1,154 @@
+"""Tests for stoker.data._generator: checking generator=, drawing seeds, epoch records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from stoker.data._generator import (
+    SEED_MASK,
+    EpochClock,
+    EpochRecord,
+    check_generator,
+    derive_seed,
+    draw_seed,
+    is_torch_generator,
+    make_rng,
+    resolve_generator,
+    track,
+)
+
+
+@pytest.mark.parametrize("bad", [True, 1.5, "3", [1], object()])
+def test_check_generator_rejects_other_types(bad: object) -> None:
+    """A bool, float, str, list or arbitrary object is a TypeError naming the argument."""
+    with pytest.raises(TypeError, match=r"seed must be None, an int seed"):
+        check_generator(bad, "seed")
+
+
+def test_check_generator_accepts_the_four_kinds() -> None:
+    """None, ints (NumPy ints become int), NumPy and torch generators are accepted."""
+    import torch
+
+    numpy_generator = np.random.default_rng(0)
+    torch_generator = torch.Generator()
+    assert check_generator(None) is None
+    assert check_generator(np.int32(7)) == 7
+    assert type(check_generator(np.int32(7))) is int
+    assert check_generator(numpy_generator) is numpy_generator
+    assert check_generator(torch_generator) is torch_generator
+
+
+def test_is_torch_generator_is_false_for_lookalikes() -> None:
+    """Only real torch.Generator objects count, not NumPy generators or plain objects."""
+    import torch
+
+    assert is_torch_generator(torch.Generator())
+    assert not is_torch_generator(np.random.default_rng(0))
+    assert not is_torch_generator(torch.zeros(1))
+
+
+def test_resolve_generator_turns_an_int_into_a_reproducible_stream() -> None:
+    """Two generators resolved from the same int give the same sequence of seeds."""
+    first = resolve_generator(5)
+    second = resolve_generator(5)
+    assert isinstance(first, np.random.Generator)
+    draws = [draw_seed(first) for _ in range(3)]
+    assert draws == [draw_seed(second) for _ in range(3)]
+    assert len(set(draws)) == 3
+
+
+def test_draw_seed_ranges_and_sources() -> None:
+    """Seeds are in [0, 2**63); None gives fresh values; an int gives a fixed derived seed."""
+    seeds = {draw_seed(None) for _ in range(4)}
+    assert len(seeds) == 4
+    assert all(0 <= seed <= SEED_MASK for seed in seeds)
+    assert draw_seed(3) == draw_seed(3) == derive_seed(3)
+    assert draw_seed(3) != draw_seed(4)
+
+
+def test_draw_seed_from_torch_matches_torch_dataloader_base_seed() -> None:
+    """A torch.Generator yields the value torch's DataLoader would draw as its base seed."""
+    import torch
+
+    mine = torch.Generator().manual_seed(11)
+    theirs = torch.Generator().manual_seed(11)
+    expected = int(torch.empty((), dtype=torch.int64).random_(generator=theirs).item())
+    assert draw_seed(mine) == expected
+
+
+def test_make_rng_is_keyed_by_the_whole_tuple() -> None:
+    """Same key, same stream; a different or longer key, a different stream; negatives work."""
+    assert make_rng(1, 2).integers(1 << 62) == make_rng(1, 2).integers(1 << 62)
+    assert make_rng(1, 2).integers(1 << 62) != make_rng(2, 1).integers(1 << 62)
+    assert make_rng(1, 2).integers(1 << 62) != make_rng(1, 2, 0).integers(1 << 62)
+    assert make_rng(-1).integers(1 << 62) == make_rng((1 << 64) - 1).integers(1 << 62)
+    assert make_rng(1 << 32).integers(1 << 62) != make_rng(0, 1).integers(1 << 62)
+    with pytest.raises(TypeError, match="key parts must be ints"):
+        make_rng(1.5)  # type: ignore[arg-type]
+
+
+def test_track_reports_the_offset_while_iterating() -> None:
+    """The record's offset counts the consumed indices across chunks, from its start."""
+    record = EpochRecord(index=0, start=2)
+    iterator = track(record, iter([[10, 11], [12, 13, 14]]))
+    assert record.offset() == 2
+    assert next(iterator) == 10
+    assert record.offset() == 3
+    assert [next(iterator) for _ in range(2)] == [11, 12]
+    assert record.offset() == 5
+    assert list(iterator) == [13, 14]
+    assert record.offset() == 7
+
+
+@pytest.mark.parametrize("generator", [None, 9])
+def test_epoch_clock_state_round_trips_through_json(generator: object) -> None:
+    """A mid-epoch state survives JSON and makes a new clock resume the same epoch."""
+    clock = EpochClock(generator)
+    clock.begin()
+    record = clock.begin()
+    assert list(track(record, iter([[1, 2, 3]]))) == [1, 2, 3]
+    state = json.loads(json.dumps(clock.state({"sampler": "X"}, total=5)))
+    assert state["epoch"] == 1
+    assert state["offset"] == 3
+    other = EpochClock(generator)
+    other.load(state, {"sampler": "X"})
+    resumed = other.begin()
+    assert (resumed.index, resumed.seed, resumed.start) == (1, record.seed, 3)
+    assert other.begin().index == 2
+
+
+def test_epoch_clock_rejects_foreign_states() -> None:
+    """Wrong version, wrong fields, or a NumPy state for a non-NumPy generator are ValueErrors."""
+    clock = EpochClock(1)
+    state = clock.state({"sampler": "X", "length": 4}, total=4)
+    with pytest.raises(ValueError, match="length is 4 in the state but 5 here"):
+        clock.load(state, {"sampler": "X", "length": 5})
+    with pytest.raises(ValueError, match="state version must be 1"):
+        clock.load({**state, "version": 99}, {"sampler": "X", "length": 4})
+    numpy_state = EpochClock(np.random.default_rng(0)).state({}, total=1)
+    with pytest.raises(ValueError, match=r"numpy\.random\.Generator state"):
+        clock.load(numpy_state, {})
+    with pytest.raises(ValueError, match=r"state is missing \['offset'\]"):
+        clock.load({k: v for k, v in state.items() if k != "offset"}, {})
+    with pytest.raises(TypeError, match="state must be a dict"):
+        clock.load([], {})  # type: ignore[arg-type]
+
+
+def test_importing_stoker_data_does_not_import_torch() -> None:
+    """import stoker.data and use of the samplers and collate leave torch unimported."""
+    code = (
+        "import sys, stoker.data as d\n"
+        "s = d.RandomSampler(range(5), generator=1); list(s)\n"
+        "d.default_collate([{'a': 1}, {'a': 2}])\n"
+        "d.random_split(range(4), [0.5, 0.5])\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,357 @@
+"""Tests for stoker.data's samplers: orders, randomness sources, errors and resumable state."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stoker.data import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+
+def test_sampler_base_iter_is_abstract_and_has_no_len() -> None:
+    """The base __iter__ raises NotImplementedError and there is no default __len__."""
+    with pytest.raises(NotImplementedError):
+        iter(Sampler())
+    assert not hasattr(Sampler(), "__len__")
+
+
+def test_sequential_sampler() -> None:
+    """Indices in order; length of the data source."""
+    sampler = SequentialSampler(range(4))
+    assert list(sampler) == [0, 1, 2, 3]
+    assert len(sampler) == 4
+
+
+@pytest.mark.parametrize(
+    ("replacement", "num_samples", "length"), [(False, None, 10), (False, 25, 25), (True, 7, 7)]
+)
+def test_random_sampler_lengths_and_ranges(
+    replacement: bool, num_samples: int | None, length: int
+) -> None:
+    """Yields num_samples indices in range; without replacement each full round is a permutation."""
+    sampler = RandomSampler(range(10), replacement, num_samples, generator=1)
+    drawn = list(sampler)
+    assert len(drawn) == len(sampler) == length
+    assert all(0 <= i < 10 for i in drawn)
+    if not replacement:
+        assert sorted(drawn[:10]) == list(range(10))
+        assert sorted(drawn[20:]) == sorted(set(drawn[20:]))
+
+
+def test_random_sampler_with_replacement_repeats_and_covers() -> None:
+    """Draws with replacement repeat indices and cover all of a small range in many draws."""
+    drawn = list(RandomSampler(range(5), replacement=True, num_samples=20000, generator=2))
+    counts = Counter(drawn)
+    assert set(counts) == set(range(5))
+    assert all(3600 < c < 4400 for c in counts.values())
+
+
+def test_random_sampler_int_seed_is_reproducible_and_varies_per_epoch() -> None:
+    """The same seed gives the same sequence of epochs; successive epochs differ."""
+    first, second = RandomSampler(range(50), generator=7), RandomSampler(range(50), generator=7)
+    epochs = [list(first) for _ in range(3)]
+    assert epochs == [list(second) for _ in range(3)]
+    assert epochs[0] != epochs[1] != epochs[2]
+
+
+def test_random_sampler_none_draws_fresh_each_epoch() -> None:
+    """Without a generator every epoch is a fresh random permutation."""
+    sampler = RandomSampler(range(50))
+    orders = {tuple(sampler) for _ in range(3)}
+    assert len(orders) == 3
+
+
+def test_random_sampler_numpy_generator_is_advanced() -> None:
+    """A NumPy generator is drawn from each epoch; equal generators give equal orders."""
+    a = RandomSampler(range(30), generator=np.random.default_rng(4))
+    b = RandomSampler(range(30), generator=np.random.default_rng(4))
+    assert list(a) == list(b)
+    assert list(a) != list(RandomSampler(range(30), generator=np.random.default_rng(5)))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"replacement": 1}, TypeError, "replacement should be a boolean value"),
+        ({"num_samples": 0}, ValueError, "num_samples should be a positive integer"),
+        ({"num_samples": 2.0}, ValueError, "num_samples should be a positive integer"),
+        ({"generator": "x"}, TypeError, "generator must be"),
+    ],
+)
+def test_random_sampler_errors(kwargs: dict[str, Any], error: type[Exception], match: str) -> None:
+    """Bad arguments raise errors naming the argument and the value."""
+    with pytest.raises(error, match=match):
+        RandomSampler(range(3), **kwargs)
+
+
+def test_random_sampler_empty_data_source() -> None:
+    """An empty source is rejected at construction, or when iterating if num_samples is given."""
+    with pytest.raises(ValueError, match="num_samples=0"):
+        RandomSampler([])
+    sampler = RandomSampler([], num_samples=3)
+    with pytest.raises(RuntimeError, match="empty data_source"):
+        list(sampler)
+
+
+def test_subset_random_sampler() -> None:
+    """Yields exactly the given indices, in a seed-determined order."""
+    indices = [3, 8, 13, 21]
+    drawn = list(SubsetRandomSampler(indices, generator=1))
+    assert sorted(drawn) == indices
+    assert drawn == list(SubsetRandomSampler(indices, generator=1))
+    assert len(SubsetRandomSampler(indices)) == 4
+    assert list(SubsetRandomSampler([])) == []
+
+
+def test_weighted_random_sampler_follows_weights() -> None:
+    """Zero weights never appear; frequencies follow the weights; without replacement no repeats."""
+    drawn = list(WeightedRandomSampler([0.0, 1.0, 3.0], 8000, generator=3))
+    counts = Counter(drawn)
+    assert 0 not in counts
+    assert 2.5 < counts[2] / counts[1] < 3.5
+    unique = list(
+        WeightedRandomSampler(np.array([1, 1, 1, 0.5]), 4, replacement=False, generator=1)
+    )
+    assert sorted(unique) == [0, 1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    ("args", "error", "match"),
+    [
+        (([1.0], 0), ValueError, "num_samples should be a positive integer"),
+        (([1.0], True), TypeError, "num_samples should be a positive integer"),
+        (([1.0], 1, "yes"), ValueError, "replacement should be a boolean"),
+        (([[1.0, 2.0]], 1), ValueError, r"weights should be a 1d sequence.*\(1, 2\)"),
+        ((["a"], 1), TypeError, "weights must be a 1-d sequence of numbers"),
+    ],
+)
+def test_weighted_random_sampler_argument_errors(
+    args: tuple[Any, ...], error: type[Exception], match: str
+) -> None:
+    """Bad constructor arguments raise at once, naming the argument."""
+    with pytest.raises(error, match=match):
+        WeightedRandomSampler(*args)
+
+
+@pytest.mark.parametrize(
+    ("weights", "num_samples", "replacement", "match"),
+    [
+        ([1.0, -1.0], 1, True, "finite and non-negative"),
+        ([1.0, float("nan")], 1, True, "finite and non-negative"),
+        ([0.0, 0.0], 1, True, "must not all be zero"),
+        ([1.0, 0.0], 3, False, "without replacement from 2 weights"),
+    ],
+)
+def test_weighted_random_sampler_weight_errors_when_iterating(
+    weights: list[float], num_samples: int, replacement: bool, match: str
+) -> None:
+    """Invalid weights raise when iterating, as RuntimeError (like torch) and ValueError."""
+    sampler = WeightedRandomSampler(weights, num_samples, replacement)
+    with pytest.raises(RuntimeError, match=match):
+        list(sampler)
+    with pytest.raises(ValueError, match=match):
+        list(sampler)
+
+
+@pytest.mark.parametrize(
+    ("drop_last", "expected"),
+    [(False, [[0, 1, 2], [3, 4, 5], [6]]), (True, [[0, 1, 2], [3, 4, 5]])],
+)
+def test_batch_sampler(drop_last: bool, expected: list[list[int]]) -> None:
+    """Groups indices into batches; drop_last drops the short tail; len matches."""
+    sampler = BatchSampler(range(7), 3, drop_last)
+    assert list(sampler) == expected
+    assert len(sampler) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "drop_last", "error", "match"),
+    [
+        (
+            0,
+            False,
+            ValueError,
+            "batch_size should be a positive integer value, but got batch_size=0",
+        ),
+        (True, False, TypeError, "batch_size should be a positive integer"),
+        ("2", False, ValueError, "batch_size should be a positive integer"),
+        (2, 1, ValueError, "drop_last should be a boolean value"),
+        (2, None, TypeError, "drop_last should be a boolean value"),
+    ],
+)
+def test_batch_sampler_errors(
+    batch_size: Any, drop_last: Any, error: type[Exception], match: str
+) -> None:
+    """Bad batch_size or drop_last raise ValueError like torch (wrong types also TypeError)."""
+    with pytest.raises(error, match=match):
+        BatchSampler(range(3), batch_size, drop_last)
+
+
+def _resume_case(make: Any, consumed: int) -> None:
+    """Save after `consumed` indices, restore into a fresh sampler, compare what follows.
+
+    A state saved once the whole epoch was consumed resumes at the start of the next epoch.
+    """
+    original = make()
+    list(original)  # one full epoch first, so the state is not the first epoch's
+    iterator = iter(original)
+    for _ in range(consumed):
+        next(iterator)
+    state = json.loads(json.dumps(original.state_dict()))
+    tail = list(iterator)
+    following = list(original)
+    restored = make()
+    restored.load_state_dict(state)
+    if tail:
+        assert list(restored) == tail
+    assert list(restored) == following
+
+
+@pytest.mark.parametrize("consumed", [0, 3, 9])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: SequentialSampler(range(9)),
+        lambda: RandomSampler(range(9), generator=5),
+        lambda: RandomSampler(range(9), replacement=True, generator=5),
+        lambda: RandomSampler(range(4), num_samples=9, generator=5),
+        lambda: SubsetRandomSampler(list(range(20, 29)), generator=5),
+        lambda: WeightedRandomSampler([1, 2, 3, 4, 5, 6, 7, 8, 9], 9, generator=5),
+    ],
+    ids=["sequential", "random", "replacement", "rounds", "subset", "weighted"],
+)
+def test_samplers_resume_mid_epoch_and_at_epoch_end(make: Any, consumed: int) -> None:
+    """A state saved after some indices resumes the rest, then the same next epoch."""
+    _resume_case(make, consumed)
+
+
+def test_resume_with_numpy_generator_restores_its_state() -> None:
+    """A NumPy generator's state is saved, so later epochs match the uninterrupted run."""
+    _resume_case(lambda: RandomSampler(range(12), generator=np.random.default_rng(8)), 5)
+
+
+def test_resume_with_torch_generator_replays_torch_draws() -> None:
+    """With a torch.Generator the epoch is re-drawn from its saved state and skipped ahead."""
+    import torch
+
+    _resume_case(lambda: RandomSampler(range(12), generator=torch.Generator().manual_seed(3)), 5)
+    _resume_case(
+        lambda: RandomSampler(range(12), True, 40, generator=torch.Generator().manual_seed(3)),
+        35,
+    )
+
+
+def test_random_sampler_state_is_small_and_has_an_offset() -> None:
+    """The state names the sampler, epoch and offset and holds no per-index list."""
+    sampler = RandomSampler(range(100_000), generator=1)
+    iterator = iter(sampler)
+    for _ in range(10):
+        next(iterator)
+    state = sampler.state_dict()
+    assert state["offset"] == 10
+    assert state["epoch"] == 0
+    assert sampler.epoch == 0
+    assert len(json.dumps(state)) < 400
+
+
+def test_load_state_dict_rejects_another_sampler_or_length() -> None:
+    """A state from another sampler kind or another length raises a ValueError saying so."""
+    state = RandomSampler(range(5), generator=1).state_dict()
+    with pytest.raises(ValueError, match="length is 5 in the state but 6 here"):
+        RandomSampler(range(6), generator=1).load_state_dict(state)
+    with pytest.raises(ValueError, match="sampler is 'RandomSampler'"):
+        SequentialSampler(range(5)).load_state_dict(state)
+
+
+def test_batch_sampler_state_delegates() -> None:
+    """BatchSampler's state is its inner sampler's; a plain iterable has none."""
+    inner = RandomSampler(range(10), generator=2)
+    batches = BatchSampler(inner, 3, False)
+    iterator = iter(batches)
+    next(iterator)
+    state = batches.state_dict()
+    assert state["offset"] == 3
+    rest = list(iterator)
+    fresh = BatchSampler(RandomSampler(range(10), generator=2), 3, False)
+    fresh.load_state_dict(state)
+    assert list(fresh) == rest
+    with pytest.raises(TypeError, match="has no state_dict"):
+        BatchSampler(range(3), 2, False).state_dict()
+    with pytest.raises(TypeError, match="has no load_state_dict"):
+        BatchSampler(range(3), 2, False).load_state_dict(state)
+
+
+SAMPLER_FACTORIES = {
+    "sequential": lambda: SequentialSampler(range(23)),
+    "random": lambda: RandomSampler(range(23), generator=4),
+    "rounds": lambda: RandomSampler(range(5), num_samples=23, generator=4),
+    "replacement": lambda: RandomSampler(range(9), True, 23, generator=4),
+    "subset": lambda: SubsetRandomSampler(list(range(100, 123)), generator=4),
+    "weighted": lambda: WeightedRandomSampler(list(range(1, 24)), 23, generator=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_FACTORIES))
+@pytest.mark.parametrize("drop_last", [False, True])
+def test_batch_sampler_fast_path_equals_grouping_the_indices(name: str, drop_last: bool) -> None:
+    """Batches cut from stoker samplers equal grouping their per-index output."""
+    make = SAMPLER_FACTORIES[name]
+    indices = list(make())
+    expected = [indices[i : i + 4] for i in range(0, len(indices), 4)]
+    if drop_last:
+        expected = [batch for batch in expected if len(batch) == 4]
+    assert list(BatchSampler(make(), 4, drop_last)) == expected
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLER_FACTORIES))
+def test_batch_sampler_fast_path_tracks_the_offset(name: str) -> None:
+    """After two batches the inner state's offset is 8, and resuming gives the rest."""
+    make = SAMPLER_FACTORIES[name]
+    batches = BatchSampler(make(), 4, False)
+    iterator = iter(batches)
+    head = [next(iterator), next(iterator)]
+    state = batches.state_dict()
+    assert state["offset"] == 8
+    rest = list(iterator)
+    fresh = BatchSampler(make(), 4, False)
+    fresh.load_state_dict(state)
+    resumed = [i for batch in fresh for i in batch]
+    assert resumed == [i for batch in rest for i in batch]
+    assert [i for batch in head for i in batch] + resumed == list(make())
+
+
+def test_batch_sampler_respects_an_overridden_iter() -> None:
+    """A subclass that overrides __iter__ is iterated, not bypassed by the fast path."""
+
+    class Reversed(SequentialSampler):
+        def __iter__(self) -> Any:
+            return iter(range(len(self) - 1, -1, -1))
+
+    assert list(BatchSampler(Reversed(range(5)), 2, False)) == [[4, 3], [2, 1], [0]]
+
+
+def test_generator_attribute_can_be_replaced_and_epochs_set() -> None:
+    """Assigning .generator changes later epochs; set_epoch jumps to an epoch's order."""
+    sampler = RandomSampler(range(30), generator=1)
+    epochs = [list(sampler) for _ in range(3)]
+    sampler.set_epoch(1)
+    assert sampler.epoch == 1
+    assert list(sampler) == epochs[1]
+    sampler.generator = 2
+    assert sampler.generator == 2
+    assert list(sampler) != epochs[2]
+    with pytest.raises(TypeError, match="generator must be"):
+        sampler.generator = "x"
+    with pytest.raises(ValueError, match="epoch must be a non-negative int"):
+        sampler.set_epoch(-1)
