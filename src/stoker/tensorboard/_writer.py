@@ -1,0 +1,336 @@
+"""SummaryWriter: the ``torch.utils.tensorboard.SummaryWriter`` API over stoker's event files.
+
+Every ``add_*`` method validates its input, builds the encoded ``Summary`` with a builder from
+``_summary*`` and queues one ``Event`` on the run's :class:`FileWriter`. ``add_scalar`` takes a
+shortcut: the event bytes are spliced from a per-tag cached prefix, with no message objects.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from types import TracebackType
+from typing import Any
+
+from stoker.tensorboard import _histogram, _summary, _summary_media, _summary_plugins
+from stoker.tensorboard import _messages as pb
+from stoker.tensorboard._event_file import FILE_VERSION
+from stoker.tensorboard._file_writer import FileWriter, check_step, check_walltime
+from stoker.tensorboard._summary import scalar_to_float
+from stoker.tensorboard._writer_plugins import PluginMethods
+
+
+class SummaryWriter(PluginMethods):
+    """Writes TensorBoard event files; a drop-in for ``torch.utils.tensorboard.SummaryWriter``.
+
+    Args:
+        log_dir: Run directory. Default ``runs/<Mon DD_HH-MM-SS>_<hostname><comment>``.
+        comment: Suffix of the default ``log_dir``; ignored when ``log_dir`` is given.
+        purge_step: When resuming a crashed run at step ``T``, pass ``T``: TensorBoard then hides
+            events with step >= ``T`` written before this writer started.
+        max_queue: Events batched before the writer thread is woken.
+        flush_secs: Seconds between ``fsync`` calls; events reach the file within a second.
+        filename_suffix: Appended to every event file name.
+
+    Example:
+        >>> with SummaryWriter(tmp_dir) as writer:  # doctest: +SKIP
+        ...     writer.add_scalar("loss", 0.5, global_step=1)
+    """
+
+    def __init__(  # noqa: PLR0917 - torch's positional signature
+        self,
+        log_dir: Any = None,
+        comment: str = "",
+        purge_step: int | None = None,
+        max_queue: int = 10,
+        flush_secs: int = 120,
+        filename_suffix: str = "",
+    ) -> None:
+        """Create the run directory and its first event file."""
+        if not log_dir:
+            stamp = datetime.now().strftime("%b%d_%H-%M-%S")
+            log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
+        self.log_dir = os.fspath(log_dir)
+        self.purge_step = check_step(purge_step)
+        self.max_queue = max_queue
+        self.flush_secs = flush_secs
+        self.filename_suffix = filename_suffix
+        self.file_writer: FileWriter | None = None
+        self.all_writers: dict[str, FileWriter] | None = None
+        self._scalars = _summary.ScalarEventEncoder()
+        self._add_bytes: Any = None
+        self._get_file_writer()
+
+    def _get_file_writer(self) -> FileWriter:
+        """Return the run's FileWriter, creating a new event file after :meth:`close`."""
+        if self.file_writer is None or self.all_writers is None:
+            writer = FileWriter(self.log_dir, self.max_queue, self.flush_secs, self.filename_suffix)
+            self.file_writer = writer
+            self.all_writers = {writer.get_logdir(): writer}
+            self._add_bytes = writer.add_event_bytes
+            if self.purge_step is not None:
+                now = time.time()
+                step = self.purge_step
+                writer.add_event_bytes(
+                    pb.EVENT.encode({"wall_time": now, "step": step, "file_version": FILE_VERSION})
+                )
+                # TensorBoard's Python loaders purge points with step >= purge_step when they
+                # read a SessionLog START, but the plugin loader (--load_fast=false) ignores the
+                # first START of a run. Torch writes one; a second one at the same step makes
+                # both loaders purge (the Rust loader drops re-written steps by itself).
+                start = pb.EVENT.encode(
+                    {"wall_time": now, "step": step, "session_log": {"status": pb.SESSION_START}}
+                )
+                writer.add_event_bytes(start)
+                writer.add_event_bytes(start)
+                self.purge_step = None
+        return self.file_writer
+
+    def _add_summary(self, summary: bytes, global_step: Any, walltime: Any) -> None:
+        self._get_file_writer()
+        self._add_bytes(
+            _summary.event_bytes(summary, check_step(global_step), check_walltime(walltime))
+        )
+
+    def get_logdir(self) -> str:
+        """Return the run directory."""
+        return str(self.log_dir)
+
+    def add_hparams(
+        self,
+        hparam_dict: dict[str, Any],
+        metric_dict: dict[str, Any],
+        hparam_domain_discrete: dict[str, list[Any]] | None = None,
+        run_name: str | None = None,
+        global_step: int | None = None,
+        *,
+        same_run: bool = False,
+    ) -> None:
+        """Record hyperparameters and their metrics for TensorBoard's HParams dashboard.
+
+        Args:
+            hparam_dict: Name to value (bool, int, float, str or None, which is skipped).
+            metric_dict: Metric tag to final value; also written as scalars.
+            hparam_domain_discrete: Name to the list of values the hyperparameter may take.
+            run_name: Sub-run directory name (default: the current time); unused with same_run.
+            global_step: Step recorded with the summaries.
+            same_run: stoker extension. Write into this run's own event file instead of a new
+                sub-run directory, so the hyperparameters belong to the scalars of this run.
+        """
+        experiment, start, end = _summary_plugins.hparams(
+            hparam_dict, metric_dict, hparam_domain_discrete
+        )
+        if same_run:
+            target: SummaryWriter = self
+        else:
+            name = run_name or str(time.time())
+            target = SummaryWriter(log_dir=os.path.join(self._get_file_writer().get_logdir(), name))
+        try:
+            for summary in (experiment, start, end):
+                target._add_summary(summary, global_step, None)
+            for tag, value in metric_dict.items():
+                target.add_scalar(tag, value, global_step)
+        finally:
+            if target is not self:
+                target.close()
+
+    def add_scalar(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        scalar_value: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+        new_style: bool = False,
+        double_precision: bool = False,
+    ) -> None:
+        """Add one scalar value.
+
+        Args:
+            tag: Series name.
+            scalar_value: A number, or a one-element array or tensor.
+            global_step: Step of the value.
+            walltime: Seconds since the epoch (default: now).
+            new_style: Store as a scalar tensor instead of ``simple_value``.
+            double_precision: With ``new_style``, store a float64 tensor.
+        """
+        value = scalar_value if type(scalar_value) is float else scalar_to_float(scalar_value)
+        step = global_step if type(global_step) is int else check_step(global_step)
+        wall = time.time() if walltime is None else check_walltime(walltime)
+        if new_style:
+            summary = _summary.scalar(tag, value, True, double_precision)
+            self._add_summary(summary, step, wall)
+            return
+        if self._add_bytes is None:
+            self._get_file_writer()
+        self._add_bytes(self._scalars.encode(tag, value, step, wall))
+
+    def add_scalars(
+        self,
+        main_tag: str,
+        tag_scalar_dict: Mapping[str, Any],
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Add several scalars under one chart; each key goes to the sub-run ``main_tag_key``."""
+        _summary.check_tag(main_tag, "main_tag")
+        if not isinstance(tag_scalar_dict, Mapping):
+            raise TypeError(f"tag_scalar_dict must be a dict, got {tag_scalar_dict!r}")
+        wall = check_walltime(walltime)
+        step = check_step(global_step)
+        values = {
+            _summary.check_tag(key, "tag_scalar_dict key"): scalar_to_float(value, repr(key))
+            for key, value in tag_scalar_dict.items()
+        }
+        logdir = self._get_file_writer().get_logdir()
+        writers = self.all_writers
+        if writers is None:
+            raise RuntimeError("SummaryWriter is closed")
+        for key, value in values.items():
+            path = logdir + "/" + main_tag.replace("/", "_") + "_" + key
+            writer = writers.get(path)
+            if writer is None:
+                writer = FileWriter(path, self.max_queue, self.flush_secs, self.filename_suffix)
+                writers[path] = writer
+            writer.add_event_bytes(self._scalars.encode(main_tag, value, step, wall))
+
+    def add_tensor(
+        self, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
+    ) -> None:
+        """Add a whole tensor (any dtype TensorBoard reads, bfloat16 and float16 included)."""
+        self._add_summary(_summary.tensor(tag, tensor), global_step, walltime)
+
+    def add_histogram(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        values: Any,
+        global_step: Any = None,
+        bins: Any = "tensorflow",
+        walltime: Any = None,
+        max_bins: int | None = None,
+    ) -> None:
+        """Add a histogram of ``values``; ``bins``: 'tensorflow', a count, a NumPy rule or edges."""
+        self._add_summary(_histogram.histogram(tag, values, bins, max_bins), global_step, walltime)
+
+    def add_histogram_raw(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        min: float,
+        max: float,
+        num: int,
+        sum: float,
+        sum_squares: float,
+        bucket_limits: Any,
+        bucket_counts: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Add a histogram from precomputed statistics and buckets."""
+        summary = _histogram.histogram_raw(
+            tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts
+        )
+        self._add_summary(summary, global_step, walltime)
+
+    def add_image(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+        dataformats: str = "CHW",
+    ) -> None:
+        """Add an image; floats are taken in [0, 1], uint8 in [0, 255]."""
+        self._add_summary(_summary_media.image(tag, img_tensor, dataformats), global_step, walltime)
+
+    def add_images(
+        self,
+        tag: str,
+        img_tensor: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+        dataformats: str = "NCHW",
+    ) -> None:
+        """Add a batch of images, tiled into one grid image."""
+        self._add_summary(_summary_media.image(tag, img_tensor, dataformats), global_step, walltime)
+
+    def add_image_with_boxes(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        img_tensor: Any,
+        box_tensor: Any,
+        global_step: Any = None,
+        walltime: Any = None,
+        rescale: float = 1,
+        dataformats: str = "CHW",
+        labels: Any = None,
+    ) -> None:
+        """Add an image with boxes ``[x1, y1, x2, y2]`` drawn on it, optionally labelled."""
+        summary = _summary_media.image_with_boxes(
+            tag, img_tensor, box_tensor, rescale, dataformats, labels
+        )
+        self._add_summary(summary, global_step, walltime)
+
+    def add_figure(
+        self,
+        tag: str,
+        figure: Any,
+        global_step: Any = None,
+        close: bool = True,
+        walltime: Any = None,
+    ) -> None:
+        """Render a matplotlib figure (or a list of figures) and add it as an image."""
+        self._add_summary(_summary_media.figure(tag, figure, close), global_step, walltime)
+
+    def add_video(
+        self,
+        tag: str,
+        vid_tensor: Any,
+        global_step: Any = None,
+        fps: float = 4,
+        walltime: Any = None,
+    ) -> None:
+        """Add a video ``(N, T, C, H, W)`` as an animated GIF."""
+        self._add_summary(_summary_media.video(tag, vid_tensor, fps), global_step, walltime)
+
+    def add_audio(
+        self,
+        tag: str,
+        snd_tensor: Any,
+        global_step: Any = None,
+        sample_rate: int = 44100,
+        walltime: Any = None,
+    ) -> None:
+        """Add mono audio with samples in [-1, 1]."""
+        self._add_summary(_summary_media.audio(tag, snd_tensor, sample_rate), global_step, walltime)
+
+    def flush(self) -> None:
+        """Return once every event added so far is in its file."""
+        if self.all_writers is None:
+            return
+        for writer in self.all_writers.values():
+            writer.flush()
+
+    def close(self) -> None:
+        """Flush and close every event file; a later ``add_*`` opens a new file."""
+        if self.all_writers is None:
+            return
+        writers = list(self.all_writers.values())
+        self.file_writer = self.all_writers = None
+        self._add_bytes = None
+        for writer in writers:
+            writer.close()
+
+    def __enter__(self) -> SummaryWriter:
+        """Return the writer itself."""
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_val: BaseException | None,
+        exc_tb: TracebackType | None,
+    ) -> None:
+        """Close the writer."""
+        self.close()
