@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 
 run: $(STAMP)
 	$(BIN)/hello
+	$(BIN)/stoker demo
 
 test: lint typecheck pytest
 

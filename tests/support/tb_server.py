@@ -43,13 +43,16 @@ def get_json(base: str, path: str, **query: str) -> Any:
 
 
 def poll(read: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
-    """Call ``read`` until ``done(result)`` or DATA_TIMEOUT passes; return the last result."""
+    """Call ``read`` until ``done(result)`` or DATA_TIMEOUT passes; return the last result.
+
+    Connection and HTTP errors count as "not yet", so this also waits for a server to start.
+    """
     deadline = time.monotonic() + DATA_TIMEOUT
     while True:
         try:
             result = read()
-        except urllib.error.HTTPError:
-            result = None
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            result = None  # not serving yet, or the data is not loaded yet
         if (result is not None and done(result)) or time.monotonic() > deadline:
             return result
         time.sleep(0.25)
