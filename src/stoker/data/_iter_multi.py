@@ -1,0 +1,265 @@
+"""Iteration with worker processes: dispatching tasks, ordering replies, failures, shutdown.
+
+Each batch is a *task* ``(task_id, index)`` sent to one worker; ids count up from 0 each epoch.
+At most ``prefetch_factor * num_workers`` tasks are out (sent and not yet yielded) at a time:
+the loader fills that window when an epoch starts and sends one more task each time it yields
+a batch (or a worker reports its iterable replica exhausted). With ``in_order=True`` tasks go to
+the workers round-robin and batches are yielded in task order, later ones waiting in a reorder
+buffer; with ``in_order=False`` a task goes to the next worker with room and each batch is
+yielded as soon as it arrives.
+
+Every wait for replies lasts at most :data:`CHECK_INTERVAL` seconds at a time and watches the
+workers' process sentinels too, so a dead worker raises RuntimeError naming its pid, exit
+code or signal and the indices it held, and ``timeout`` raises RuntimeError naming the timeout.
+A failure inside a worker re-raises in order, with its original type; the iterator stays usable.
+Workers stop at the end of the epoch (unless persistent), on :meth:`close`, when the iterator is
+garbage collected, and at interpreter exit (a :func:`weakref.finalize` owns the shutdown).
+"""
+
+from __future__ import annotations
+
+import itertools
+import multiprocessing
+import time
+import weakref
+from collections.abc import Callable
+from multiprocessing.context import BaseContext
+from typing import TYPE_CHECKING, Any, Protocol
+
+from stoker.data._errors import short_repr
+from stoker.data._iter_single import LoaderIter
+from stoker.data._transport import ProcessPool
+from stoker.data._worker import BATCH, EXHAUSTED, FAILED, RESET, RESET_DONE, WorkerSetup
+
+if TYPE_CHECKING:
+    from stoker.data._loader import DataLoader
+
+__all__ = ["CHECK_INTERVAL", "MultiProcessIter", "WorkerPool", "start_pool"]
+
+CHECK_INTERVAL = 1.0
+"""Longest single wait for replies before the deadline is checked again."""
+
+
+class WorkerPool(Protocol):
+    """The main side of a transport: what the iterator needs from its workers."""
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the workers, by worker id."""
+
+    def send(self, worker_id: int, message: Any) -> None:
+        """Queue a message for one worker without blocking."""
+
+    def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
+        """Wait up to ``timeout`` s; return ``(worker_id, reply)`` pairs and dead worker ids."""
+
+    def describe(self, worker_id: int) -> str:
+        """Name a worker and say how it ended."""
+
+    def shutdown(self) -> None:
+        """Stop every worker within a few seconds; idempotent."""
+
+
+def start_pool(context: BaseContext | None, setups: list[WorkerSetup]) -> WorkerPool:
+    """Start the workers for ``setups``: one process each, with ``context`` (or the default)."""
+    return ProcessPool(context or multiprocessing.get_context(), setups)
+
+
+class MultiProcessIter(LoaderIter):
+    """Fetches batches in worker processes; see the module docstring for the protocol."""
+
+    def __init__(self, loader: DataLoader) -> None:
+        super().__init__(loader)
+        self._prefetch_factor = int(loader.prefetch_factor or 2)
+        self._in_order = bool(loader.in_order)
+        self._persistent = bool(loader.persistent_workers)
+        setups = [
+            WorkerSetup(
+                dataset=self._dataset,
+                iterable=self._iterable,
+                auto_collation=self._auto_collation,
+                collate_fn=self._collate_fn,
+                drop_last=self._drop_last,
+                base_seed=self._base_seed,
+                worker_id=worker_id,
+                num_workers=self._num_workers,
+                init_fn=loader.worker_init_fn,
+            )
+            for worker_id in range(self._num_workers)
+        ]
+        self._pool = start_pool(loader.multiprocessing_context, setups)
+        self._finalizer = weakref.finalize(self, self._pool.shutdown)
+        self._start_epoch()
+
+    @property
+    def worker_pids(self) -> list[int]:
+        """The worker processes' ids, by worker id."""
+        return self._pool.pids
+
+    def _start_epoch(self) -> None:
+        self._send_idx = 0
+        self._rcvd_idx = 0
+        self._tasks: dict[int, tuple[int, Any]] = {}
+        self._ready: dict[int, tuple[int, Any]] = {}
+        self._active = [True] * self._num_workers
+        self._load = [0] * self._num_workers
+        self._cycle = itertools.cycle(range(self._num_workers))
+        for _ in range(self._prefetch_factor * self._num_workers):
+            self._dispatch()
+
+    def _pick_worker(self) -> int | None:
+        active = sum(self._active)
+        if active == 0:
+            return None
+        room = max(1, (self._prefetch_factor * self._num_workers) // active)
+        for _ in range(self._num_workers):
+            worker_id = next(self._cycle)
+            if self._active[worker_id] and (self._in_order or self._load[worker_id] < room):
+                return worker_id
+        candidates = [w for w in range(self._num_workers) if self._active[w]]
+        return min(candidates, key=self._load.__getitem__)
+
+    def _dispatch(self) -> None:
+        if self._closed or len(self._tasks) >= self._prefetch_factor * self._num_workers:
+            return
+        worker_id = self._pick_worker()
+        if worker_id is None:
+            return
+        try:
+            index = next(self._sampler_iter)
+        except StopIteration:
+            return
+        task_id = self._send_idx
+        self._pool.send(worker_id, (task_id, index))
+        self._tasks[task_id] = (worker_id, index)
+        self._load[worker_id] += 1
+        self._send_idx += 1
+
+    def _next_data(self) -> Any:
+        while True:
+            if self._in_order:
+                while self._rcvd_idx < self._send_idx and self._rcvd_idx not in self._tasks:
+                    self._rcvd_idx += 1
+                if self._rcvd_idx in self._ready:
+                    return self._deliver(self._rcvd_idx)
+            elif self._ready:
+                return self._deliver(next(iter(self._ready)))
+            if not self._tasks:
+                if not self._persistent:
+                    self.close()
+                raise StopIteration
+            self._wait(self._handle_reply)
+
+    def _deliver(self, task_id: int) -> Any:
+        status, payload = self._ready.pop(task_id)
+        worker_id, _ = self._tasks.pop(task_id)
+        self._load[worker_id] -= 1
+        if self._in_order:
+            self._rcvd_idx = task_id + 1
+        self._dispatch()
+        if status == FAILED:
+            payload.reraise()
+        return payload
+
+    def _handle_reply(self, worker_id: int, reply: tuple[int, int, Any]) -> None:
+        task_id, status, payload = reply
+        if task_id not in self._tasks:
+            return
+        if status == EXHAUSTED:
+            self._active[worker_id] = False
+            del self._tasks[task_id]
+            self._load[worker_id] -= 1
+            self._dispatch()
+        elif status in (BATCH, FAILED):
+            self._ready[task_id] = (status, payload)
+
+    def _wait(self, handle: Callable[[int, tuple[int, int, Any]], None]) -> None:
+        """Wait for at least one reply and pass each to ``handle``; raise on death or timeout."""
+        deadline = None if not self._timeout else time.monotonic() + float(self._timeout)
+        while True:
+            budget = CHECK_INTERVAL
+            if deadline is not None:
+                budget = min(budget, deadline - time.monotonic())
+            try:
+                replies, dead = self._pool.receive(budget)
+            except BaseException:
+                # Ctrl-C (or SystemExit) while reading may leave a half-read message behind:
+                # this iterator cannot go on, so its workers stop now.
+                self.close()
+                raise
+            for worker_id, reply in replies:
+                handle(worker_id, reply)
+            if dead:
+                self._fail_dead(dead)
+            if replies:
+                return
+            if deadline is not None and time.monotonic() >= deadline:
+                self._fail_timeout()
+
+    def _held(self, worker_id: int) -> list[tuple[int, Any]]:
+        return [
+            (task_id, index)
+            for task_id, (owner, index) in self._tasks.items()
+            if owner == worker_id and task_id not in self._ready
+        ]
+
+    def _fail_dead(self, dead: list[int]) -> None:
+        lines = []
+        for worker_id in dead:
+            held = self._held(worker_id)
+            if held:
+                batches = ", ".join(
+                    f"batch {task_id} (indices {short_repr(index, 80)})"
+                    for task_id, index in held[:4]
+                )
+                more = f" and {len(held) - 4} more" if len(held) > 4 else ""
+                lines.append(f"{self._pool.describe(worker_id)}; it held {batches}{more}")
+            else:
+                lines.append(f"{self._pool.describe(worker_id)}; it held no batch")
+        self.close()
+        raise RuntimeError(
+            "DataLoader worker exited unexpectedly: "
+            + "; ".join(lines)
+            + ". A signal usually means the process crashed (segfault) or was killed (out of "
+            "memory: see dmesg); an exit code means the dataset called sys.exit/os._exit or the "
+            "worker failed to start (its stderr shows why). The loader can be iterated again."
+        )
+
+    def _fail_timeout(self) -> None:
+        if self._in_order and self._rcvd_idx in self._tasks:
+            worker_id = self._tasks[self._rcvd_idx][0]
+            what = (
+                f"batch {self._rcvd_idx} from worker {worker_id} (pid {self._pool.pids[worker_id]})"
+            )
+        else:
+            what = f"any of {len(self._tasks)} outstanding batches"
+        raise RuntimeError(
+            f"DataLoader timed out after {self._timeout} seconds (timeout={self._timeout!r}) "
+            f"waiting for {what}; raise timeout, or pass timeout=0 to wait without a limit"
+        )
+
+    def _reset(self, loader: DataLoader) -> None:
+        """Start a new epoch on the same workers: reset each, discard stale replies."""
+        super()._reset(loader)
+        if self._closed:
+            raise RuntimeError(
+                "cannot reset a closed DataLoader iterator; call iter(loader) for a new one"
+            )
+        for worker_id in range(self._num_workers):
+            self._pool.send(worker_id, RESET)
+        waiting = set(range(self._num_workers))
+
+        def on_reply(worker_id: int, reply: tuple[int, int, Any]) -> None:
+            if reply[1] == RESET_DONE:
+                waiting.discard(worker_id)
+
+        while waiting:
+            self._wait(on_reply)
+        self._start_epoch()
+
+    def close(self) -> None:
+        """Stop the workers (within a few seconds) and end the iteration."""
+        self._closed = True
+        finalizer = getattr(self, "_finalizer", None)
+        if finalizer is not None:
+            finalizer()

@@ -1,0 +1,350 @@
+"""DataLoader: checks its arguments, builds the default samplers, and picks an iterator.
+
+The argument rules follow torch 2.13's ``torch.utils.data.DataLoader`` (the same exception types
+for the same combinations), with messages that name the argument, the value and what is valid.
+Deliberate differences, all stricter at construction rather than later:
+
+* ``prefetch_factor=0`` with workers raises ValueError here (torch fails at iteration);
+* ``timeout > 0`` with ``num_workers=0`` raises ValueError at iteration (torch raises
+  AssertionError there);
+* ``generator`` is type-checked here (torch fails when first drawing from it);
+* the IterableDataset length warning compares batches yielded with ``len(loader)``.
+"""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+import os
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Iterator
+from multiprocessing.context import BaseContext
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from stoker.data._collate import default_collate, default_convert
+from stoker.data._dataset import IterableDataset
+from stoker.data._generator import resolve_generator
+from stoker.data._iter_multi import MultiProcessIter
+from stoker.data._iter_single import LoaderIter, SingleProcessIter
+from stoker.data._sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = ["DataLoader", "usable_cpu_count"]
+
+_FROZEN = frozenset(
+    ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
+)
+
+
+class _EndlessSampler(Sampler[None]):
+    """Yields None forever: an iterable dataset decides itself when it ends."""
+
+    def __iter__(self) -> Iterator[None]:
+        while True:
+            yield None
+
+
+def usable_cpu_count() -> int | None:
+    """Return how many CPUs this process may run on (its affinity), or None when unknown."""
+    affinity = getattr(os, "sched_getaffinity", None)
+    if affinity is not None:
+        try:
+            return len(affinity(0))
+        except OSError:
+            pass
+    return os.cpu_count()
+
+
+def _is_iterable_dataset(dataset: object) -> bool:
+    if isinstance(dataset, IterableDataset):
+        return True
+    torch_data = sys.modules.get("torch.utils.data")
+    torch_iterable = getattr(torch_data, "IterableDataset", None)
+    return torch_iterable is not None and isinstance(dataset, torch_iterable)
+
+
+def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        none = " or None" if allow_none else ""
+        raise TypeError(
+            f"{name} must be an int{none}, got {value!r} of type {type(value).__name__}"
+        )
+
+
+class DataLoader:
+    """Combines a dataset and a sampler, and iterates over batches, optionally in workers.
+
+    Same signature, defaults and semantics as ``torch.utils.data.DataLoader`` (torch 2.13);
+    batches are NumPy arrays (torch tensors when the samples are tensors).
+
+    Args:
+        dataset: a map-style dataset (``__getitem__``/``__len__``) or an IterableDataset.
+        batch_size: samples per batch; None turns automatic batching off.
+        shuffle: reshuffle each epoch (map-style only; default False).
+        sampler: the order of indices; excludes ``shuffle``.
+        batch_sampler: yields lists of indices; excludes batch_size, shuffle, sampler, drop_last.
+        num_workers: worker processes; 0 loads in the calling process.
+        collate_fn: merges a list of samples into a batch (default: ``default_collate``, or
+            ``default_convert`` when automatic batching is off).
+        pin_memory: pin batches (torch tensors) in page-locked memory; needs torch and an
+            accelerator, else warns and does nothing.
+        drop_last: drop the last batch when it is short.
+        timeout: seconds to wait for one batch from the workers (0: no limit).
+        worker_init_fn: called in each worker with its id, after seeding and before loading.
+        multiprocessing_context: ``"fork"``, ``"spawn"``, ``"forkserver"`` or a context object.
+        generator: an int seed, a ``numpy.random.Generator`` or a ``torch.Generator``; the
+            random sampler and the workers' base seed are drawn from it.
+        prefetch_factor: batches loaded in advance per worker (default 2 with workers).
+        persistent_workers: keep the worker processes across epochs.
+        pin_memory_device: deprecated and ignored, as in torch.
+        in_order: yield batches in sampler order (False: as soon as they are ready).
+    """
+
+    _initialized = False
+    _multiprocessing_context: BaseContext | None = None
+
+    def __init__(  # noqa: PLR0917 - the positional signature is torch's
+        self,
+        dataset: Any,
+        batch_size: int | None = 1,
+        shuffle: bool | None = None,
+        sampler: Sampler[Any] | Iterable[Any] | None = None,
+        batch_sampler: Sampler[Any] | Iterable[Any] | None = None,
+        num_workers: int = 0,
+        collate_fn: Callable[[Any], Any] | None = None,
+        pin_memory: bool = False,
+        drop_last: bool = False,
+        timeout: float = 0,
+        worker_init_fn: Callable[[int], None] | None = None,
+        multiprocessing_context: str | BaseContext | None = None,
+        generator: Any = None,
+        *,
+        prefetch_factor: int | None = None,
+        persistent_workers: bool = False,
+        pin_memory_device: str = "",
+        in_order: bool = True,
+    ) -> None:
+        _check_int("num_workers", num_workers)
+        if num_workers < 0:
+            raise ValueError(
+                f"num_workers must be >= 0, got {num_workers!r}; use num_workers=0 to load in "
+                "the main process"
+            )
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
+        if timeout < 0:
+            raise ValueError(
+                f"timeout must be >= 0 seconds, got {timeout!r}; use 0 to wait without a limit"
+            )
+        _check_int("prefetch_factor", prefetch_factor, allow_none=True)
+        if num_workers == 0 and prefetch_factor is not None:
+            raise ValueError(
+                f"prefetch_factor must be None when num_workers=0, got "
+                f"prefetch_factor={prefetch_factor!r}; it counts batches loaded ahead by each "
+                "worker, so set num_workers > 0 or leave prefetch_factor unset"
+            )
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 1:
+            raise ValueError(
+                f"prefetch_factor must be >= 1 with workers, got {prefetch_factor!r}; "
+                "leave it unset for the default of 2"
+            )
+        if persistent_workers and num_workers == 0:
+            raise ValueError(
+                f"persistent_workers=True needs num_workers > 0, got num_workers={num_workers}; "
+                "set num_workers > 0 or persistent_workers=False"
+            )
+
+        self.dataset = dataset
+        self.num_workers = num_workers
+        self.prefetch_factor = prefetch_factor
+        self.pin_memory = pin_memory
+        self.pin_memory_device = pin_memory_device
+        self.timeout = timeout
+        self.worker_init_fn = worker_init_fn
+        self.multiprocessing_context = multiprocessing_context
+        self.in_order = in_order
+
+        self._iterable_kind = _is_iterable_dataset(dataset)
+        if self._iterable_kind:
+            if shuffle not in (False, None):
+                raise ValueError(
+                    f"shuffle must be unset (None or False) for an IterableDataset, got "
+                    f"shuffle={shuffle!r}; an iterable dataset decides its own order, so shuffle "
+                    "inside its __iter__"
+                )
+            if sampler is not None:
+                raise ValueError(
+                    f"sampler must be None for an IterableDataset, got sampler={sampler!r}; "
+                    "an iterable dataset yields its own samples in its own order"
+                )
+            if batch_sampler is not None:
+                raise ValueError(
+                    f"batch_sampler must be None for an IterableDataset, got "
+                    f"batch_sampler={batch_sampler!r}; use batch_size to size batches"
+                )
+        else:
+            shuffle = bool(shuffle)
+
+        if sampler is not None and shuffle:
+            raise ValueError(
+                f"sampler and shuffle=True exclude each other, got sampler={sampler!r} and "
+                f"shuffle={shuffle!r}; pass a shuffling sampler (e.g. RandomSampler) and leave "
+                "shuffle unset"
+            )
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError(
+                    "batch_sampler excludes batch_size, shuffle, sampler and drop_last, got "
+                    f"batch_size={batch_size!r}, shuffle={shuffle!r}, sampler={sampler!r}, "
+                    f"drop_last={drop_last!r} with batch_sampler={batch_sampler!r}; leave those "
+                    "at their defaults (the batch sampler decides batches)"
+                )
+            batch_size = None
+            drop_last = False
+        elif batch_size is None and drop_last:
+            raise ValueError(
+                "drop_last=True needs automatic batching, got batch_size=None; set a batch_size "
+                "or drop_last=False"
+            )
+
+        self._seed_source = resolve_generator(generator)
+        if sampler is None:
+            if self._iterable_kind:
+                sampler = _EndlessSampler()
+            elif shuffle:
+                sampler = RandomSampler(dataset, generator=generator)
+            else:
+                sampler = SequentialSampler(dataset)
+        if batch_size is not None and batch_sampler is None:
+            batch_sampler = BatchSampler(sampler, batch_size, drop_last)  # type: ignore[arg-type]
+
+        self.batch_size = batch_size
+        self.drop_last = drop_last
+        self.sampler = sampler
+        self.batch_sampler = batch_sampler
+        self.generator = generator
+        if collate_fn is None:
+            collate_fn = default_collate if self._auto_collation else default_convert
+        self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        self._iterable_len_reported: int | None = None
+        self._iterator: LoaderIter | None = None
+        self._initialized = True
+        self.check_worker_number_rationality()
+
+    @property
+    def multiprocessing_context(self) -> BaseContext | None:
+        """The multiprocessing context the workers start with (None: the default one)."""
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, value: str | BaseContext | None) -> None:
+        if value is not None:
+            if self.num_workers == 0:
+                raise ValueError(
+                    f"multiprocessing_context needs num_workers > 0, got {value!r} with "
+                    "num_workers=0; set num_workers or leave multiprocessing_context=None"
+                )
+            if isinstance(value, str):
+                methods = multiprocessing.get_all_start_methods()
+                if value not in methods:
+                    raise ValueError(
+                        f"multiprocessing_context must be one of {methods!r} or a context "
+                        f"object, got {value!r}"
+                    )
+                value = multiprocessing.get_context(value)
+            if not isinstance(value, BaseContext):
+                raise TypeError(
+                    "multiprocessing_context must be a start method name or a multiprocessing "
+                    f"context object, got {value!r} of type {type(value).__name__}"
+                )
+        object.__setattr__(self, "_multiprocessing_context", value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if self._initialized and name in _FROZEN:
+            raise ValueError(
+                f"{name} cannot be set after the {type(self).__name__} is created, got an "
+                f"attempt to set it to {value!r}; create a new {type(self).__name__} instead"
+            )
+        super().__setattr__(name, value)
+
+    @property
+    def _auto_collation(self) -> bool:
+        return self.batch_sampler is not None
+
+    @property
+    def _index_sampler(self) -> Any:
+        return self.batch_sampler if self._auto_collation else self.sampler
+
+    def _get_iterator(self) -> LoaderIter:
+        if self.num_workers == 0:
+            return SingleProcessIter(self)
+        self.check_worker_number_rationality()
+        return MultiProcessIter(self)
+
+    def __iter__(self) -> LoaderIter:
+        """Return an iterator over batches (the same one each epoch with persistent workers)."""
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None or self._iterator.closed:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
+
+    def __len__(self) -> int:
+        """Number of batches: from the sampler, or from ``len(dataset)`` for iterable datasets.
+
+        For an IterableDataset the value is remembered; yielding more batches than it warns.
+        """
+        if self._iterable_kind:
+            length = len(self.dataset)
+            if self.batch_size is not None:
+                length = (
+                    length // self.batch_size
+                    if self.drop_last
+                    else math.ceil(length / self.batch_size)
+                )
+            self._iterable_len_reported = length
+            return length
+        return len(self._index_sampler)
+
+    def check_worker_number_rationality(self) -> None:
+        """Warn when ``num_workers`` exceeds the CPUs this process may use."""
+        if not self.num_workers:
+            return
+        usable = usable_cpu_count()
+        if usable is None or self.num_workers > usable:
+            have = "an unknown number of" if usable is None else str(usable)
+            warnings.warn(
+                f"num_workers={self.num_workers} exceeds the {have} CPUs this process may use "
+                "(os.sched_getaffinity); more worker processes than CPUs usually slows loading "
+                "down. Lower num_workers unless the dataset waits on I/O",
+                UserWarning,
+                stacklevel=3,
+            )
+
+    def close(self) -> None:
+        """Stop the persistent workers, if any (a later ``iter()`` starts new ones)."""
+        if self._iterator is not None:
+            self._iterator.close()
+            self._iterator = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

@@ -1,0 +1,205 @@
+"""Failures in worker processes: exceptions, deaths by signal or exit, timeouts; all bounded."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from data_workers_helpers import (
+    DyingDataset,
+    FailingDataset,
+    RangeDataset,
+    SlowDataset,
+    failing_init,
+    wait_all_gone,
+)
+
+from stoker.data import DataLoader
+
+# Python 3.12+ warns when fork() runs in a process that has threads (torch, queue feeders);
+# the fork start method is tested on purpose here.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
+START_METHODS = ["fork", "spawn", "forkserver"]
+
+
+@pytest.mark.parametrize("start_method", START_METHODS)
+def test_worker_exception_keeps_type_worker_index_and_traceback(start_method: str) -> None:
+    """A dataset error re-raises in order with its type, worker id, index and worker traceback."""
+    loader = DataLoader(
+        FailingDataset(8, bad=5), batch_size=2, num_workers=2, multiprocessing_context=start_method
+    )
+    iterator = iter(loader)
+    assert np.asarray(next(iterator)[1]).tolist() == [0, 1]
+    assert np.asarray(next(iterator)[1]).tolist() == [2, 3]
+    with pytest.raises(ValueError, match="sample 5 is broken") as caught:
+        next(iterator)
+    err: Any = caught.value
+    assert err.worker_id == 0  # the third batch went to worker 0 (round-robin)
+    assert err.dataset_index == 5
+    assert "DataLoader worker 0" in str(err)
+    assert "dataset index 5" in str(err)
+    assert "__getitem__" in err.worker_traceback
+    assert "raise ValueError" in str(err)
+    # The iterator goes on after the failed batch, and the loader can be iterated again.
+    assert np.asarray(next(iterator)[1]).tolist() == [6, 7]
+    with pytest.raises(StopIteration):
+        next(iterator)
+    with pytest.raises(ValueError, match="sample 5"):
+        list(loader)
+
+
+def test_key_error_is_rebuilt_with_readable_message() -> None:
+    """A KeyError keeps its type and prints its lines, not one quoted string."""
+    loader = DataLoader(FailingDataset(4, bad=1, kind="key"), batch_size=None, num_workers=1)
+    with pytest.raises(KeyError) as caught:
+        list(loader)
+    text = str(caught.value)
+    assert "missing-1" in text
+    assert "\n" in text
+    assert "\\n" not in text
+
+
+def test_unrebuildable_exception_falls_back_to_runtime_error() -> None:
+    """An exception type that needs more than a message comes back as RuntimeError."""
+    loader = DataLoader(FailingDataset(4, bad=2, kind="twoargs"), batch_size=None, num_workers=1)
+    with pytest.raises(RuntimeError, match="NeedsTwoArgs") as caught:
+        list(loader)
+    assert "cannot rebuild" in str(caught.value)
+
+
+def test_worker_init_fn_failure_is_reported() -> None:
+    """An exception in worker_init_fn re-raises with its type and says where it happened."""
+    loader = DataLoader(RangeDataset(4), num_workers=1, worker_init_fn=failing_init)
+    with pytest.raises(OSError, match="cannot open its shard") as caught:
+        next(iter(loader))
+    assert "in worker_init_fn" in str(caught.value)
+
+
+def test_unpicklable_batch_is_reported() -> None:
+    """A batch that cannot be pickled back raises in the main process instead of hanging."""
+    loader = DataLoader(RangeDataset(2), num_workers=1, collate_fn=lambda batch: lambda: batch)
+    with pytest.raises(Exception, match="while sending the batch"):
+        next(iter(loader))
+
+
+class _KillOnce(DyingDataset):
+    """Dies at index ``bad`` the first time only (a marker file remembers)."""
+
+    def __init__(self, n: int, bad: int, how: str, marker: Path) -> None:
+        super().__init__(n, bad, how)
+        self.marker = str(marker)
+
+    def __getitem__(self, index: int) -> Any:
+        if index == self.bad and not os.path.exists(self.marker):
+            Path(self.marker).touch()
+            return super().__getitem__(index)
+        return RangeDataset.__getitem__(self, index)
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [("sigkill", "signal SIGKILL"), ("exit", "exit code 3"), ("segfault", "signal SIGSEGV")],
+)
+def test_dead_worker_raises_quickly_with_pid_and_cause(
+    how: str, expected: str, tmp_path: Path
+) -> None:
+    """A worker that dies raises RuntimeError within 5 s naming pid, cause and held indices."""
+    loader = DataLoader(
+        _KillOnce(8, bad=5, how=how, marker=tmp_path / "died"),
+        batch_size=2,
+        num_workers=2,
+        multiprocessing_context="fork",
+    )
+    iterator = iter(loader)
+    pids = iterator.worker_pids
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="exited unexpectedly") as caught:
+        list(iterator)
+    assert time.monotonic() - start < 5
+    text = str(caught.value)
+    assert expected in text
+    assert f"pid {pids[0]}" in text
+    assert "[4, 5]" in text
+    assert not wait_all_gone(pids, within=5)
+    assert iterator.closed
+    assert [int(x) for _, labels in loader for x in labels] == list(range(8))
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn"])
+def test_worker_killed_from_outside_is_noticed(start_method: str) -> None:
+    """os.kill(worker, SIGKILL) during a long fetch raises RuntimeError within 5 s."""
+    loader = DataLoader(
+        SlowDataset(4, slow=0, delay=30), num_workers=1, multiprocessing_context=start_method
+    )
+    iterator = iter(loader)
+    pid = iterator.worker_pids[0]
+    threading.Timer(0.3, os.kill, (pid, signal.SIGKILL)).start()
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=rf"pid {pid}\) was killed by signal SIGKILL"):
+        next(iterator)
+    assert time.monotonic() - start < 5
+
+
+def test_timeout_raises_naming_the_timeout() -> None:
+    """A batch slower than timeout raises RuntimeError naming the timeout, on time."""
+    loader = DataLoader(SlowDataset(4, slow=0, delay=5), num_workers=1, timeout=0.4)
+    with iter(loader) as iterator:
+        start = time.monotonic()
+        with pytest.raises(RuntimeError, match=r"timed out after 0\.4 seconds") as caught:
+            next(iterator)
+        assert 0.35 < time.monotonic() - start < 2.5
+        assert "timeout=0.4" in str(caught.value)
+        pids = iterator.worker_pids
+    assert not wait_all_gone(pids, within=5)
+
+
+def test_unpicklable_dataset_with_spawn_says_what_to_do() -> None:
+    """With spawn, an unpicklable collate_fn raises TypeError explaining the fix, at iter()."""
+    loader = DataLoader(
+        RangeDataset(2), num_workers=1, multiprocessing_context="spawn", collate_fn=lambda b: b
+    )
+    with pytest.raises(TypeError, match=r"must be picklable .* 'spawn' start method"):
+        iter(loader)
+
+
+def test_unpicklable_index_raises_instead_of_hanging() -> None:
+    """A sampler item that cannot be pickled raises TypeError in the main process at once."""
+
+    class Anything(RangeDataset):
+        def __getitem__(self, index: Any) -> Any:
+            return 0
+
+    loader = DataLoader(Anything(2), sampler=[lambda: 0], batch_size=None, num_workers=1)
+    with pytest.raises(TypeError, match="must be picklable to reach a worker process"):
+        list(loader)
+
+
+def test_spawn_worker_that_cannot_load_the_dataset_is_reported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A spawned worker that cannot import the dataset's module exits; the loader says so."""
+    module = types.ModuleType("stoker_test_only_in_main")
+
+    class OnlyHere(RangeDataset):
+        pass
+
+    OnlyHere.__module__ = module.__name__
+    OnlyHere.__qualname__ = "OnlyHere"
+    module.OnlyHere = OnlyHere  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    loader = DataLoader(OnlyHere(4), num_workers=1, multiprocessing_context="spawn")
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"exited with exit code 1.*failed to start"):
+        list(loader)
+    assert time.monotonic() - start < 10

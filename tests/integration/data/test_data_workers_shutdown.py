@@ -1,0 +1,194 @@
+"""No worker outlives its iterator: break, del, errors, close, interrupts, exit, a killed parent."""
+
+from __future__ import annotations
+
+import _thread
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+from data_workers_helpers import RangeDataset, SteadyDataset, children_of, wait_all_gone
+
+from stoker.data import DataLoader
+
+# Python 3.12+ warns when fork() runs in a process that has threads (torch, queue feeders);
+# the fork start method is tested on purpose here.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
+HERE = Path(__file__).resolve().parent
+
+
+def _new_children(before: set[int]) -> set[int]:
+    """Children of this process that were not there before."""
+    return children_of(os.getpid()) - before
+
+
+def test_breaking_out_of_a_loop_stops_the_workers() -> None:
+    """`for batch in loader: break` leaves no worker alive within 5 s."""
+    before = children_of(os.getpid())
+    workers: set[int] = set()
+    for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2):
+        workers = _new_children(before)
+        break
+    assert len(workers) == 2
+    assert not wait_all_gone(sorted(workers), within=5)
+
+
+def test_deleting_the_iterator_stops_the_workers() -> None:
+    """`del iterator` leaves no worker alive within 5 s."""
+    iterator = iter(DataLoader(SteadyDataset(100, 0.01), num_workers=2))
+    next(iterator)
+    pids = iterator.worker_pids
+    del iterator
+    assert not wait_all_gone(pids, within=5)
+
+
+def test_an_exception_in_the_training_loop_stops_the_workers() -> None:
+    """An exception raised in the loop body ends the workers once it leaves the loop."""
+    before = children_of(os.getpid())
+    workers: set[int] = set()
+
+    def train() -> None:
+        nonlocal workers
+        for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2):
+            workers = _new_children(before)
+            raise ArithmeticError("loss is nan")
+
+    with pytest.raises(ArithmeticError, match="loss is nan"):
+        train()
+    assert len(workers) == 2
+    assert not wait_all_gone(sorted(workers), within=5)
+
+
+@pytest.mark.parametrize("how", ["close", "with"])
+def test_close_and_context_manager_stop_the_workers(how: str) -> None:
+    """close() and leaving a `with` block stop workers; a closed iterator is exhausted."""
+    loader = DataLoader(SteadyDataset(100, 0.01), num_workers=2)
+    iterator = iter(loader)
+    pids = iterator.worker_pids
+    if how == "close":
+        next(iterator)
+        iterator.close()
+    else:
+        with iterator:
+            next(iterator)
+    assert not wait_all_gone(pids, within=5)
+    assert list(iterator) == []
+
+
+def test_workers_stop_at_the_end_of_an_epoch() -> None:
+    """Without persistent_workers, exhausting the iterator stops its workers."""
+    iterator = iter(DataLoader(RangeDataset(4), num_workers=2))
+    pids = iterator.worker_pids
+    assert len(list(iterator)) == 4
+    assert not wait_all_gone(pids, within=5)
+
+
+def test_closing_the_loader_stops_persistent_workers() -> None:
+    """DataLoader.close() (and its `with` block) stops persistent workers."""
+    with DataLoader(RangeDataset(4), num_workers=2, persistent_workers=True) as loader:
+        iterator = iter(loader)
+        assert len(list(iterator)) == 4
+        pids = iterator.worker_pids
+        assert not any(p not in children_of(os.getpid()) for p in pids)
+    assert not wait_all_gone(pids, within=5)
+
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    sys.path.insert(0, {here!r})
+    from data_workers_helpers import SteadyDataset
+    from stoker.data import DataLoader
+
+    if __name__ == "__main__":
+        mode, method = sys.argv[1], sys.argv[2]
+        loader = DataLoader(SteadyDataset(100000, 0.02), num_workers=2,
+                            multiprocessing_context=method,
+                            persistent_workers=mode == "exit-persistent")
+        ITERATOR = iter(loader)
+        next(ITERATOR)
+        print(json.dumps(ITERATOR.worker_pids), flush=True)
+        if mode in ("exit", "exit-persistent"):
+            sys.exit(0)
+        if mode == "os-exit":
+            os._exit(0)
+        if mode == "raise":
+            raise RuntimeError("training step failed")
+        for _ in ITERATOR:
+            pass
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "method"),
+    [
+        ("exit", "fork"),
+        ("exit", "spawn"),
+        ("exit-persistent", "forkserver"),
+        ("raise", "fork"),
+        ("interrupt", "fork"),
+        ("interrupt", "spawn"),
+        ("sigkill", "fork"),
+        ("sigkill", "forkserver"),
+        ("os-exit", "fork"),
+    ],
+)
+def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: Path) -> None:
+    """Exit, an uncaught error, Ctrl-C (SIGINT to the group), a killed main: workers end in 5 s."""
+    script = tmp_path / "main.py"
+    script.write_text(SCRIPT.format(here=str(HERE)))
+    proc = subprocess.Popen(
+        [sys.executable, str(script), mode, method],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 60)
+        assert ready, "the child script printed no worker pids within 60 s"
+        assert proc.stdout is not None
+        pids = json.loads(proc.stdout.readline())
+        assert len(pids) == 2
+        if mode == "interrupt":
+            os.killpg(proc.pid, signal.SIGINT)
+        elif mode == "sigkill":
+            os.kill(proc.pid, signal.SIGKILL)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert not wait_all_gone(pids, within=5)
+    if mode == "interrupt":
+        assert "KeyboardInterrupt" in stderr
+    elif mode == "raise":
+        assert "training step failed" in stderr
+    elif mode in ("exit", "exit-persistent", "os-exit"):
+        assert proc.returncode == 0, stderr
+
+
+def test_ctrl_c_while_waiting_closes_the_iterator() -> None:
+    """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once."""
+    iterator = iter(DataLoader(SteadyDataset(10, 5.0), num_workers=2))
+    pids = iterator.worker_pids
+    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            next(iterator)
+    finally:
+        timer.cancel()
+    assert iterator.closed
+    assert not wait_all_gone(pids, within=5)
