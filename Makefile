@@ -33,6 +33,7 @@ pytest: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/loader_bench.py
 	$(BIN)/python benchmarks/writer_bench.py
+	$(BIN)/python benchmarks/reader_bench.py
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache

@@ -7,7 +7,7 @@ import sys
 from collections.abc import Sequence
 
 import stoker
-from stoker.cli import _demo
+from stoker.cli import _demo, _logs
 
 __all__ = ["build_parser", "main"]
 
@@ -24,6 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"stoker {stoker.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _demo.add_demo_parser(commands)
+    _logs.add_logs_parser(commands)
     return parser
 
 

@@ -108,3 +108,27 @@ def test_bad_settings_raise_value_error(option: str, value: int) -> None:
     """A count that cannot work is refused with a message naming it."""
     with pytest.raises(ValueError, match=option):
         run_demo(**{option: value, "progress": False})  # type: ignore[arg-type]
+
+
+def test_demo_logs_read_back_with_stokers_reader(tmp_path: Path) -> None:
+    """stoker's Reader finds the demo's runs and reads the same values TensorBoard does."""
+    from stoker.tensorboard import Reader
+
+    result = run_demo(workers=0, logdir=str(tmp_path), **TINY)  # type: ignore[arg-type]
+    reader = Reader(str(tmp_path))
+    assert sorted(reader.runs) == [".", "hparams"]
+    acc = _accumulate(tmp_path)
+    for tag in ("train/loss", "val/accuracy", "lr"):
+        series = reader.scalars(tag, run=".")
+        expected = acc.Scalars(tag)  # type: ignore[attr-defined]
+        assert list(series.step) == [e.step for e in expected]
+        np.testing.assert_allclose(series.value, [e.value for e in expected], rtol=1e-6)
+    assert reader.scalars("val/accuracy", run=".").value[-1] == pytest.approx(result.val_accuracy)
+    assert len(reader.histograms("weights/w1", run=".")) == 2
+    (samples,) = reader.images("samples", run=".")
+    assert samples.to_numpy().ndim == 3
+    report = reader.text("report", run=".")
+    assert report[0].text.startswith("| epoch |")
+    hparams = reader.hparams()
+    assert hparams["hparams"].hparams["batch_size"] == 64
+    assert set(hparams["hparams"].metrics) == {"hparam/val_accuracy", "hparam/val_loss"}

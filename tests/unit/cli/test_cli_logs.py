@@ -1,0 +1,223 @@
+"""The `stoker logs` subcommands: ls, show, export, their errors, and the sparkline."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stoker.cli._logs import SPARK_CHARS, add_logs_parser, sparkline
+from stoker.tensorboard import SummaryWriter
+from stoker.tensorboard._reader import Reader
+
+
+def run_cli(argv: Sequence[str]) -> int:
+    """Parse ``argv`` with a parser carrying only ``logs`` and run the chosen subcommand."""
+    parser = argparse.ArgumentParser(prog="stoker")
+    add_logs_parser(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(list(argv))
+    code: int = args.func(args)
+    return code
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    """A log directory with two runs: scalars, a histogram, text and hparams."""
+    with SummaryWriter(str(tmp_path / "train")) as writer:
+        for step in range(30):
+            writer.add_scalar("loss", 1.0 / (step + 1), step * 10)
+        writer.add_scalar("acc", 0.5, 3, new_style=True)
+        writer.add_histogram("weights", np.linspace(-1, 1, 50), 5)
+        writer.add_text("note", "hi", 6)
+        writer.add_hparams({"lr": 0.1}, {"acc": 0.5}, same_run=True, global_step=3)
+    with SummaryWriter(str(tmp_path / "eval")) as writer:
+        writer.add_scalar("loss", 2.0, 7)
+    return tmp_path
+
+
+def _rows(text: str) -> list[list[str]]:
+    return [line.split() for line in text.strip().splitlines()]
+
+
+def test_ls_lists_runs_tags_counts_and_last_values(
+    logdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """ls prints one row per run and tag with its kind, count, last step and last value."""
+    assert run_cli(["logs", "ls", str(logdir)]) == 0
+    rows = _rows(capsys.readouterr().out)
+    assert rows[0] == ["RUN", "KIND", "TAG", "COUNT", "LAST", "STEP", "LAST", "VALUE"]
+    by_key = {(row[0], row[2]): row for row in rows[1:]}
+    assert by_key[("train", "loss")][1:6] == ["scalars", "loss", "30", "290", "0.033333335"]
+    assert by_key[("eval", "loss")][3:6] == ["1", "7", "2"]
+    assert by_key[("train", "acc")][3:5] == ["2", "3"]
+    assert by_key[("train", "weights")][1:5] == ["histograms", "weights", "1", "5"]
+    assert by_key[("train", "note/text_summary")][1] == "text"
+    assert by_key[("train", "_hparams_")][5] == "lr=0.1"
+
+
+def test_show_prints_statistics_sparkline_and_last_rows(
+    logdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """show prints the count, a sparkline of every value, and the last --rows rows."""
+    assert run_cli(["logs", "show", str(logdir), "loss", "--run", "train", "--rows", "4"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    values = Reader(logdir).scalars("loss", run="train").value
+    assert lines[0] == "tag loss: 30 points"
+    assert lines[1].startswith("steps 0..290")
+    assert lines[2] == sparkline(values, 60)
+    assert lines[2][0] == SPARK_CHARS[-1]
+    table = [line.split() for line in lines[4:8]]
+    assert [row[0] for row in table] == ["260", "270", "280", "290"]
+    assert [float(row[2]) for row in table] == pytest.approx(values[-4:].tolist(), rel=1e-7)
+    assert lines[8] == "(last 4 of 30 rows; --all prints every row)"
+
+
+def test_show_all_prints_every_row(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--all prints one row per point and no truncation note."""
+    assert run_cli(["logs", "show", str(logdir), "loss", "--run", "train", "--all"]) == 0
+    out = capsys.readouterr().out
+    assert len(out.strip().splitlines()) == 3 + 1 + 30
+    assert "--all prints" not in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["logs", "ls", "{root}/missing"], "does not exist"),
+        (["logs", "show", "{root}/missing", "loss"], "does not exist"),
+        (["logs", "export", "{root}/missing", "--csv", "-"], "does not exist"),
+        (["logs", "show", "{root}", "nope"], "got 'nope'; scalars tags there: ['acc', 'loss']"),
+        (["logs", "show", "{root}", "loss"], "several runs"),
+        (["logs", "show", "{root}", "weights"], "holds histograms"),
+        (["logs", "show", "{root}", "loss", "--run", "test"], "run must be one of"),
+        (["logs", "ls", "{root}", "--run", "test"], "run must be one of"),
+        (["logs", "ls", "{root}/train/empty"], "no event files"),
+    ],
+)
+def test_errors_exit_2_with_a_message_on_stderr(
+    logdir: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    """Missing directories, tags and runs exit with status 2 and one clear line on stderr."""
+    (logdir / "train" / "empty").mkdir()
+    assert run_cli([arg.format(root=logdir) for arg in argv]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("stoker logs: error: ")
+    assert message in captured.err
+
+
+def test_corrupt_records_are_reported_as_warnings_on_stderr(
+    logdir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A damaged record is skipped: the command succeeds and says so on stderr."""
+    (path,) = (logdir / "eval").iterdir()
+    data = bytearray(path.read_bytes())
+    data[-3] ^= 0xFF  # inside the data checksum of the last record (eval's only point)
+    path.write_bytes(bytes(data))
+    assert run_cli(["logs", "ls", str(logdir)]) == 0
+    captured = capsys.readouterr()
+    assert "eval" not in captured.out
+    assert "train" in captured.out
+    assert captured.err.startswith("stoker logs: warning: ")
+    assert "corrupt record" in captured.err
+
+
+def test_export_csv_holds_every_point_exactly(logdir: Path, tmp_path: Path) -> None:
+    """The CSV has a header and one row per scalar point, with values that round-trip exactly."""
+    target = tmp_path / "out.csv"
+    assert run_cli(["logs", "export", str(logdir), "--csv", str(target)]) == 0
+    with target.open(newline="") as stream:
+        rows = list(csv.DictReader(stream))
+    table = Reader(logdir).scalar_table()
+    assert len(rows) == len(table["step"]) == 33
+    assert [row["run"] for row in rows] == table["run"].tolist()
+    assert [row["tag"] for row in rows] == table["tag"].tolist()
+    assert [int(row["step"]) for row in rows] == table["step"].tolist()
+    assert [float(row["wall_time"]) for row in rows] == table["wall_time"].tolist()
+    assert [float(row["value"]) for row in rows] == table["value"].tolist()
+
+
+def test_export_csv_to_stdout(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--csv - writes the CSV to standard output."""
+    assert run_cli(["logs", "export", str(logdir), "--csv", "-", "--run", "eval"]) == 0
+    rows = list(csv.reader(io.StringIO(capsys.readouterr().out)))
+    assert rows[0] == ["run", "tag", "step", "wall_time", "value"]
+    assert [row[:3] + row[4:] for row in rows[1:]] == [["eval", "loss", "7", "2.0"]]
+
+
+def test_export_parquet_round_trips(logdir: Path, tmp_path: Path) -> None:
+    """--parquet writes a table pyarrow reads back with the same columns and values."""
+    parquet = pytest.importorskip("pyarrow.parquet")
+    target = tmp_path / "out.parquet"
+    assert run_cli(["logs", "export", str(logdir), "--parquet", str(target)]) == 0
+    table = parquet.read_table(target).to_pydict()
+    expected = Reader(logdir).scalar_table()
+    assert list(table) == list(expected)
+    for name, column in expected.items():
+        assert table[name] == column.tolist()
+
+
+def test_export_parquet_without_pyarrow_exits_2(
+    logdir: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without pyarrow, --parquet fails with status 2 and says how to install it."""
+    monkeypatch.setitem(sys.modules, "pyarrow", None)
+    assert run_cli(["logs", "export", str(logdir), "--parquet", str(tmp_path / "x")]) == 2
+    assert "pip install pyarrow" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_sparkline_maps_a_ramp_to_every_level_in_order() -> None:
+    """Eight evenly spaced values use the eight block characters from lowest to highest."""
+    assert sparkline(np.arange(8.0) * 3 - 5) == SPARK_CHARS
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        ([], ""),
+        ([4.0, 4.0, 4.0], SPARK_CHARS[0] * 3),
+        ([0.0, math.nan, 1.0], SPARK_CHARS[0] + " " + SPARK_CHARS[-1]),
+        ([math.inf, -math.inf], "  "),
+        ([0.0, 1.0, math.inf], SPARK_CHARS[0] + SPARK_CHARS[-1] + " "),
+    ],
+)
+def test_sparkline_edge_cases(values: list[float], expected: str) -> None:
+    """Empty input, constant values and non-finite values draw as documented."""
+    assert sparkline(values) == expected
+
+
+def test_sparkline_averages_into_width_columns() -> None:
+    """With more values than the width, each column shows the mean of its slice."""
+    values = np.repeat([0.0, 10.0, 5.0], 100)
+    line = sparkline(values, width=3)
+    assert line == SPARK_CHARS[0] + SPARK_CHARS[-1] + SPARK_CHARS[4]
+    assert len(sparkline(np.arange(1000.0), width=17)) == 17
+
+
+@pytest.mark.parametrize("width", [0, -1, 2.5, True])
+def test_sparkline_rejects_bad_width(width: object) -> None:
+    """The width must be a positive int."""
+    with pytest.raises(ValueError, match="width must be"):
+        sparkline([1.0], width=width)  # type: ignore[arg-type]
+
+
+def test_docstring_examples_run() -> None:
+    """The examples in the module's docstrings (the sparkline ramp) produce what they show."""
+    import doctest
+
+    import stoker.cli._logs as module
+
+    result = doctest.testmod(module)
+    assert result.attempted >= 1
+    assert result.failed == 0
