@@ -11,6 +11,13 @@ TensorBoard projector plugin reads:
 - ``<logdir>/projector_config.pbtxt``: one ``embeddings { ... }`` block in protobuf text format
   per call. torch rewrites the whole file from the blocks its writer has collected; appending
   gives the same file for one writer and keeps the blocks of earlier writers in the same log dir.
+  Each block is appended with one ``write`` on a file opened with ``O_APPEND``, so writers in
+  several processes add their blocks without overwriting each other's.
+
+A URL log dir passes a *store* (``_destination.RemoteDestination``) that writes the files to
+the object store instead; it appends to the config by reading and rewriting it, so two
+processes adding embeddings to one URL run at the same instant can lose an entry (give each
+rank its own run with ``rank_writer``).
 
 Everything is validated before the first file is written, so a bad call leaves no partial
 embedding behind.
@@ -23,7 +30,7 @@ import os
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -31,7 +38,7 @@ import numpy.typing as npt
 from stoker.tensorboard._image import _tile_into, as_numpy
 from stoker.tensorboard._png import encode_png
 
-__all__ = ["embedding_subdir", "projector_block", "write_embedding"]
+__all__ = ["EmbeddingStore", "embedding_subdir", "projector_block", "write_embedding"]
 
 _CONFIG_NAME = "projector_config.pbtxt"
 # Protobuf text format escapes (as_utf8): C escapes for these, octal for other ASCII controls.
@@ -43,6 +50,61 @@ _TEXT_ESCAPES = {i: f"\\{i:03o}" for i in [*range(32), 127]} | {
     ord("'"): "\\'",
     ord("\\"): "\\\\",
 }
+
+
+class EmbeddingStore(Protocol):
+    """Where the projector files go; paths are relative to the log dir, with "/" separators."""
+
+    def is_dir(self, relpath: str) -> bool:
+        """Tell whether ``relpath`` is a directory."""
+
+    def is_file(self, relpath: str) -> bool:
+        """Tell whether ``relpath`` is a file."""
+
+    def describe(self, relpath: str) -> str:
+        """The full path or URL of ``relpath``, for messages."""
+
+    def write_bytes(self, relpath: str, data: bytes) -> None:
+        """Write (or replace) a file, creating its directories."""
+
+    def append_bytes(self, relpath: str, data: bytes) -> None:
+        """Append to a file, creating it if missing."""
+
+
+class _LocalStore:
+    """The projector files of a local log dir."""
+
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        self.root = Path(root)
+
+    def _path(self, relpath: str) -> Path:
+        return self.root.joinpath(*relpath.split("/"))
+
+    def is_dir(self, relpath: str) -> bool:
+        return self._path(relpath).is_dir()
+
+    def is_file(self, relpath: str) -> bool:
+        return self._path(relpath).exists() and not self._path(relpath).is_dir()
+
+    def describe(self, relpath: str) -> str:
+        return str(self._path(relpath))
+
+    def write_bytes(self, relpath: str, data: bytes) -> None:
+        path = self._path(relpath)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+
+    def append_bytes(self, relpath: str, data: bytes) -> None:
+        path = self._path(relpath)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+        fd = os.open(path, flags, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
 
 
 def _quote(text: str) -> str:
@@ -170,6 +232,8 @@ def write_embedding(  # noqa: PLR0917 - positional order agreed with SummaryWrit
     metadata_header: Sequence[Any] | None = None,
     tag: str = "default",
     global_step: Any = None,
+    *,
+    store: EmbeddingStore | None = None,
 ) -> None:
     """Write one embedding for TensorBoard's projector, as ``add_embedding`` does.
 
@@ -183,6 +247,7 @@ def write_embedding(  # noqa: PLR0917 - positional order agreed with SummaryWrit
         metadata_header: Column names for multi-column metadata.
         tag: Embedding name.
         global_step: Step (None means 0).
+        store: Where to write the files; default the local directory ``logdir``.
 
     Raises:
         TypeError: If an argument has the wrong type.
@@ -207,27 +272,26 @@ def write_embedding(  # noqa: PLR0917 - positional order agreed with SummaryWrit
     sprite = None if label_img is None else _sprite(label_img, count)
     tensors_text = "".join("\t".join(map(str, row)) + "\n" for row in matrix.tolist())
 
-    root = Path(logdir)
-    target = root.joinpath(*subdir.split("/"))
-    if target.is_dir():
+    files = store if store is not None else _LocalStore(logdir)
+    if files.is_dir(subdir):
         warnings.warn(
-            f"embedding directory {str(target)!r} already exists and is overwritten; pass a "
-            "different global_step or tag to keep both",
+            f"embedding directory {files.describe(subdir)!r} already exists and is overwritten; "
+            "pass a different global_step or tag to keep both",
             stacklevel=2,
         )
-    elif target.exists():
-        raise NotADirectoryError(f"{str(target)!r} exists but is a file; remove it or change tag")
-    target.mkdir(parents=True, exist_ok=True)
+    elif files.is_file(subdir):
+        raise NotADirectoryError(
+            f"{files.describe(subdir)!r} exists but is a file; remove it or change tag"
+        )
     if metadata_text is not None:
-        (target / "metadata.tsv").write_bytes(metadata_text.encode("utf-8"))
+        files.write_bytes(f"{subdir}/metadata.tsv", metadata_text.encode("utf-8"))
     if sprite is not None:
-        (target / "sprite.png").write_bytes(sprite[0])
-    (target / "tensors.tsv").write_bytes(tensors_text.encode("utf-8"))
+        files.write_bytes(f"{subdir}/sprite.png", sprite[0])
+    files.write_bytes(f"{subdir}/tensors.tsv", tensors_text.encode("utf-8"))
     block = projector_block(
         tag,
         global_step,
         has_metadata=metadata_text is not None,
         sprite_size=None if sprite is None else sprite[1],
     )
-    with (root / _CONFIG_NAME).open("ab") as config:
-        config.write(block.encode("utf-8"))
+    files.append_bytes(_CONFIG_NAME, block.encode("utf-8"))

@@ -9,24 +9,33 @@ seconds (1 s by default), so data reaches the file quickly even when little is l
 behind by ``max_queue * 256`` events or 64 MiB, callers wait for it, with a deadline.
 
 ``flush()`` returns only once everything added before it is in the file. On interpreter exit
-(normal or through an uncaught exception) every writer still open is flushed and closed. After
+(normal or through an uncaught exception), and when a ``multiprocessing`` child ends (forked
+children skip ``atexit``), every writer still open is flushed and closed; writers of URL log
+dirs are closed a little earlier, when the threading module shuts down, so that their last
+upload can still use thread pools (a thread logging after that gets a new file). After
 ``os.fork()`` the child drops the parent's unwritten batch (the parent still writes it), never
 touches the parent's file or locks, and opens its own file on its first event.
+
+Files go to a *destination*: the log dir itself for a local path, or a staging directory whose
+closed files are uploaded for a URL log dir (``_destination``). The writer thread rotates the
+file when the :class:`~stoker.tensorboard._rotate.Rotation` limits say so; each new file starts
+with its own ``file_version`` record and a name that sorts after the previous one (``_rotate``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import logging
 import os
-import socket
+import sys
 import threading
 import time
 import weakref
 from collections.abc import Callable
 
 from stoker.tensorboard import _record, _wire
+from stoker.tensorboard._destination import Destination, LocalDestination
+from stoker.tensorboard._rotate import Rotation, create_event_file, event_file_name
 
 FILE_VERSION = "brain.Event:2"
 _BACKLOG_EVENTS_PER_SLOT = 256
@@ -34,19 +43,12 @@ _BACKLOG_BYTES = 64 << 20
 _WAIT_SLICE = 0.1
 _DEFAULT_TIMEOUT = 300.0
 
-# One process-wide counter, like TensorBoard's own writer: it keeps names unique when several
-# writers open files in the same directory within the same second.
-_file_counter = itertools.count()
-_live_files: weakref.WeakSet[_FileState] = weakref.WeakSet()
+__all__ = ["FILE_VERSION", "event_file_name", "file_version_event"]
+
+_live_files: weakref.WeakSet[FileState] = weakref.WeakSet()
 _fork_hook_installed = False
-
-
-def event_file_name(filename_suffix: str = "") -> str:
-    """Return a new event file name, ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``."""
-    return (
-        f"events.out.tfevents.{int(time.time()):010d}.{socket.gethostname()}."
-        f"{os.getpid()}.{next(_file_counter)}{filename_suffix}"
-    )
+_exit_hook_installed = False
+_multiprocessing_hook_pid = 0
 
 
 def file_version_event(wall_time: float) -> bytes:
@@ -73,28 +75,83 @@ def _install_fork_hook() -> None:
         _fork_hook_installed = True
 
 
-class _FileState:
+def _close_all_files() -> None:
+    for state in list(_live_files):
+        close_quietly(state)
+
+
+def _install_multiprocessing_hook() -> None:
+    """In a ``multiprocessing`` child, close the files when the child ends.
+
+    A forked ``multiprocessing`` child leaves through ``os._exit`` without running ``atexit``
+    handlers; it runs ``multiprocessing.util`` finalizers instead (registered anew in each
+    child, since the child clears the registry it inherits).
+    """
+    global _multiprocessing_hook_pid
+    util = sys.modules.get("multiprocessing.util")
+    if util is None or _multiprocessing_hook_pid == os.getpid():
+        return
+    util.Finalize(None, _close_all_files, exitpriority=0)
+    _multiprocessing_hook_pid = os.getpid()
+
+
+def _close_remote_files() -> None:
+    for state in list(_live_files):
+        if not isinstance(state.dest, LocalDestination):
+            close_quietly(state)
+            state.reopen_on_add = True  # a non-daemon thread may still log: take a new file
+
+
+def _install_exit_hook() -> None:
+    """Close URL log dir writers early at exit, while uploads can still use thread pools.
+
+    ``atexit`` handlers (where ``weakref.finalize`` closes writers) run after the threading
+    module has shut ``concurrent.futures`` down, and async fsspec backends (s3fs through
+    aiohttp's resolver) need an executor to upload. Hooks registered with threading's own
+    exit list run first, in reverse order, so ``concurrent.futures.thread`` is imported (and
+    registers its hook) before ours.
+    """
+    global _exit_hook_installed
+    register = getattr(threading, "_register_atexit", None)
+    if _exit_hook_installed or register is None:
+        return
+    import concurrent.futures.thread  # noqa: F401, PLC0415 - registers its exit hook before ours
+
+    register(_close_remote_files)
+    _exit_hook_installed = True
+
+
+class FileState:
     """Everything the writer thread touches; kept apart so that the public object can be freed."""
 
     def __init__(
         self,
-        logdir: str,
+        dest: Destination,
         max_queue: int,
         flush_secs: float,
         filename_suffix: str,
         flush_interval: float,
+        *,
+        rotation: Rotation,
     ) -> None:
-        self.logdir = logdir
+        self.dest = dest
+        self.logdir = dest.logdir
         self.max_queue = max(1, max_queue)
         self.flush_secs = flush_secs
         self.filename_suffix = filename_suffix
         self.flush_interval = flush_interval
+        self.rotation = rotation
         self.backlog_events = self.max_queue * _BACKLOG_EVENTS_PER_SLOT
         self.path = ""
         self.fd: int | None = None
+        self.stamp: int | None = None
+        self.file_bytes = 0
+        self.file_events = 0
+        self.opened_at = 0.0
         self.thread: threading.Thread | None = None
         self.error: BaseException | None = None
         self.closed = True
+        self.reopen_on_add = False
         self._reset_sync()
 
     def _reset_sync(self) -> None:
@@ -106,13 +163,38 @@ class _FileState:
         self.flush_requested = False
         self.closing = False
 
+    def _new_file(self) -> None:
+        """Create the next event file and write its version record."""
+        directory = self.dest.directory()
+        os.makedirs(directory, exist_ok=True)
+        fd, path, stamp = create_event_file(directory, self.filename_suffix, self.stamp)
+        head = _record.frame(file_version_event(time.time()))
+        try:
+            _write_all(fd, head)
+        except OSError:
+            os.close(fd)
+            raise
+        self.fd, self.path, self.stamp = fd, path, stamp
+        self.file_bytes = len(head)
+        self.file_events = 0
+        self.opened_at = time.monotonic()
+
+    def _end_file(self) -> None:
+        """Sync and close the current file and hand it to the destination."""
+        fd, self.fd = self.fd, None
+        if fd is None:
+            return
+        try:
+            with contextlib.suppress(OSError):
+                os.fsync(fd)
+        finally:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.dest.file_closed(self.path, empty=self.file_events == 0)
+
     def open(self) -> None:
         """Create a new event file, write its version record, start the writer thread."""
-        os.makedirs(self.logdir, exist_ok=True)
-        self.path = os.path.join(self.logdir, event_file_name(self.filename_suffix))
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
-        self.fd = os.open(self.path, flags, 0o644)
-        _write_all(self.fd, _record.frame(file_version_event(time.time())))
+        self._new_file()
         self._reset_sync()
         self.error = None
         self.closed = False
@@ -122,6 +204,9 @@ class _FileState:
         )
         self.thread.start()
         _install_fork_hook()
+        _install_multiprocessing_hook()
+        if not isinstance(self.dest, LocalDestination):
+            _install_exit_hook()
         _live_files.add(self)
 
     def forget_parent(self) -> None:
@@ -132,14 +217,15 @@ class _FileState:
         self.fd = None
         self.thread = None
         self._reset_sync()
+        self.dest.forget_parent()
         self.closed = True
-        self.needs_reopen_in_child = True
+        self.reopen_on_add = True
 
     def add(self, data: bytes) -> None:
         """Queue one encoded event."""
         if self.closed:
-            if getattr(self, "needs_reopen_in_child", False):
-                self.needs_reopen_in_child = False
+            if self.reopen_on_add:
+                self.reopen_on_add = False
                 self.open()
             else:
                 raise RuntimeError(
@@ -190,7 +276,7 @@ class _FileState:
             self.cond.notify_all()
 
     def close(self, timeout: float = _DEFAULT_TIMEOUT) -> None:
-        """Flush, stop the thread and close the file; safe to call twice."""
+        """Flush, stop the thread, close the file and hand it over; safe to call twice."""
         if self.closed:
             return
         thread = self.thread
@@ -203,30 +289,45 @@ class _FileState:
                 raise RuntimeError(
                     f"event writer for {self.path!r} did not stop within {timeout} s"
                 )
-        fd = self.fd
         self.closed = True
-        self.fd = None
         self.thread = None
         _live_files.discard(self)
         try:
-            if fd is not None and self.pending and self.error is None:
-                _write_all(fd, _record.frame_many(self.pending))
-                self.pending = []
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.fsync(fd)
+            if self.pending and self.error is None:
+                if self.fd is None:
+                    self._new_file()
+                if self.fd is not None:
+                    _write_all(self.fd, _record.frame_many(self.pending))
+                    self.file_events += len(self.pending)
+                    self.pending = []
         finally:
-            if fd is not None:
-                with contextlib.suppress(OSError):
-                    os.close(fd)
+            try:
+                self._end_file()
+            finally:
+                self.dest.finish(timeout)
         if self.error is not None:
             raise RuntimeError(f"event writer for {self.path!r} failed: {self.error!r}") from (
                 self.error
             )
 
+    def _wait_time(self) -> float:
+        """How long the idle thread may sleep: the flush interval, or until rotation is due."""
+        if self.fd is None or not self.file_events:
+            return self.flush_interval
+        left = self.rotation.seconds_left(time.monotonic() - self.opened_at)
+        return self.flush_interval if left is None else min(self.flush_interval, left)
+
+    def _end_file_if_due(self) -> None:
+        """Rotation, first half: close a full or old file; the next batch starts a new one."""
+        if (
+            self.fd is not None
+            and self.file_events
+            and self.rotation.due(self.file_bytes, time.monotonic() - self.opened_at)
+        ):
+            self._end_file()
+
     def _run(self) -> None:
         cond = self.cond
-        fd = self.fd
         last_sync = time.monotonic()
         dirty = False
         while True:
@@ -234,28 +335,41 @@ class _FileState:
                 if not (
                     len(self.pending) >= self.max_queue or self.flush_requested or self.closing
                 ):
-                    cond.wait(self.flush_interval)
+                    cond.wait(self._wait_time())
                 batch = self.pending
                 self.pending = []
                 self.pending_bytes = 0
                 self.flush_requested = False
                 closing = self.closing
-            if batch and fd is not None:
-                try:
-                    _write_all(fd, _record.frame_many(batch))
-                except OSError as err:
-                    with cond:
-                        self.error = err
+            stored = not batch
+            try:
+                if batch:
+                    if self.fd is None:
+                        self._new_file()
+                    fd = self.fd
+                    if fd is not None:
+                        data = _record.frame_many(batch)
+                        _write_all(fd, data)
+                        stored = True
+                        self.file_bytes += len(data)
+                        self.file_events += len(batch)
+                        dirty = True
+                if not closing:
+                    self._end_file_if_due()
+                    dirty = dirty and self.fd is not None
+            except OSError as err:
+                with cond:
+                    self.error = err
+                    if not stored:
                         self.pending = batch + self.pending
-                        cond.notify_all()
-                    return
-                dirty = True
+                    cond.notify_all()
+                return
             with cond:
                 self.written += len(batch)
                 cond.notify_all()
-            if dirty and fd is not None and time.monotonic() - last_sync >= self.flush_secs:
+            if dirty and self.fd is not None and time.monotonic() - last_sync >= self.flush_secs:
                 with contextlib.suppress(OSError):
-                    os.fsync(fd)
+                    os.fsync(self.fd)
                 last_sync = time.monotonic()
                 dirty = False
             if closing:
@@ -264,7 +378,7 @@ class _FileState:
                         return
 
 
-def _close_quietly(state: _FileState) -> None:
+def close_quietly(state: FileState) -> None:
     """Close at garbage collection or interpreter exit, logging instead of raising."""
     try:
         state.close()
@@ -277,66 +391,3 @@ def _write_all(fd: int, data: bytes) -> None:
     while view:
         count = os.write(fd, view)
         view = view[count:]
-
-
-class EventFileWriter:
-    """Writes encoded events to one event file in a log directory, from a background thread.
-
-    Args:
-        logdir: Directory for the event file; created if missing.
-        max_queue: Events batched before the writer thread is woken.
-        flush_secs: Seconds between ``fsync`` calls of the event file.
-        filename_suffix: Appended to the event file name.
-        flush_interval: Longest time, in seconds, an event waits before it is written to the file.
-    """
-
-    def __init__(
-        self,
-        logdir: str,
-        max_queue: int = 10,
-        flush_secs: float = 120,
-        filename_suffix: str = "",
-        flush_interval: float = 1.0,
-    ) -> None:
-        """Open a new event file in ``logdir``."""
-        if not isinstance(max_queue, int) or isinstance(max_queue, bool):
-            raise TypeError(f"max_queue must be an int, got {max_queue!r}; pass e.g. 10")
-        if not isinstance(flush_secs, (int, float)) or flush_secs <= 0:
-            raise ValueError(f"flush_secs must be a positive number, got {flush_secs!r}")
-        if not isinstance(filename_suffix, str):
-            raise TypeError(f"filename_suffix must be a str, got {filename_suffix!r}")
-        interval = min(float(flush_interval), float(flush_secs))
-        self._state = _FileState(str(logdir), max_queue, flush_secs, filename_suffix, interval)
-        self._state.open()
-        self._finalizer = weakref.finalize(self, _close_quietly, self._state)
-
-    @property
-    def path(self) -> str:
-        """The path of the current event file."""
-        return self._state.path
-
-    def get_logdir(self) -> str:
-        """Return the directory the event file is in."""
-        return self._state.logdir
-
-    def add_event_bytes(self, data: bytes) -> None:
-        """Queue one encoded ``Event``."""
-        self._state.add(data)
-
-    def flush(self) -> None:
-        """Return once every queued event is in the file."""
-        self._state.flush()
-
-    def close(self) -> None:
-        """Flush and close the file; later events need :meth:`reopen`."""
-        self._state.close()
-
-    def reopen(self) -> None:
-        """Open a new event file in the same directory after :meth:`close`; no-op if open."""
-        if self._state.closed:
-            self._state.open()
-
-    @property
-    def closed(self) -> bool:
-        """Whether the writer is closed."""
-        return self._state.closed

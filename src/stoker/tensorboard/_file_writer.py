@@ -8,6 +8,7 @@ for ``torch.utils.tensorboard.FileWriter`` keeps working.
 from __future__ import annotations
 
 import operator
+import os
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -15,7 +16,7 @@ from typing import Any
 from stoker.tensorboard import _messages as pb
 from stoker.tensorboard import _messages_plugins as plugin_pb
 from stoker.tensorboard import _wire
-from stoker.tensorboard._event_file import EventFileWriter
+from stoker.tensorboard._event_writer import EventFileWriter
 from stoker.tensorboard._summary import event_bytes
 
 
@@ -93,10 +94,23 @@ class FileWriter:
     """Writes ``Event`` and ``Summary`` messages to an event file in ``log_dir``.
 
     Args:
-        log_dir: Directory of the event file; created if missing.
+        log_dir: Directory of the event file; created if missing. A URL such as
+            ``"s3://bucket/run"`` (any fsspec URL; needs ``pip install 'stoker[fsspec]'`` and
+            the protocol's package, e.g. s3fs) stages files locally and uploads each closed one.
         max_queue: Events batched before the writer thread is woken.
         flush_secs: Seconds between ``fsync`` calls; events reach the file within a second.
         filename_suffix: Appended to the event file name.
+        max_file_bytes: stoker extension. Start a new event file once the current one holds
+            this many bytes. Default ``None``: no limit for a local log dir, 32 MiB for a URL;
+            0 turns the limit off.
+        max_file_secs: stoker extension. Start a new event file once the current one, holding
+            at least one event, is this many seconds old. Default ``None``: no limit for a
+            local log dir, 120 s for a URL (events reach the store within about that); 0 turns
+            the limit off.
+        storage_options: stoker extension. fsspec filesystem options for a URL log dir, e.g.
+            ``{"endpoint_url": "http://127.0.0.1:9000"}`` for s3fs.
+        staging_dir: stoker extension. Parent of the local staging directory of a URL log dir;
+            default the system temp directory. Unused for a local log dir.
     """
 
     def __init__(
@@ -105,9 +119,23 @@ class FileWriter:
         max_queue: int = 10,
         flush_secs: float = 120,
         filename_suffix: str = "",
+        *,
+        max_file_bytes: int | None = None,
+        max_file_secs: float | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        staging_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         """Create the event file."""
-        self.event_writer = EventFileWriter(str(log_dir), max_queue, flush_secs, filename_suffix)
+        self.event_writer = EventFileWriter(
+            os.fspath(log_dir) if isinstance(log_dir, os.PathLike) else str(log_dir),
+            max_queue,
+            flush_secs,
+            filename_suffix,
+            max_file_bytes=max_file_bytes,
+            max_file_secs=max_file_secs,
+            storage_options=storage_options,
+            staging_dir=staging_dir,
+        )
 
     def get_logdir(self) -> str:
         """Return the directory where the event file is written."""

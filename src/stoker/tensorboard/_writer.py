@@ -15,10 +15,11 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from stoker.tensorboard import _histogram, _summary, _summary_media, _summary_plugins
+from stoker.tensorboard import _histogram, _remote, _summary, _summary_media, _summary_plugins
 from stoker.tensorboard import _messages as pb
 from stoker.tensorboard._event_file import FILE_VERSION
 from stoker.tensorboard._file_writer import FileWriter, check_step, check_walltime
+from stoker.tensorboard._rotate import unique_subdir
 from stoker.tensorboard._summary import scalar_to_float
 from stoker.tensorboard._writer_plugins import PluginMethods
 
@@ -34,6 +35,25 @@ class SummaryWriter(PluginMethods):
         max_queue: Events batched before the writer thread is woken.
         flush_secs: Seconds between ``fsync`` calls; events reach the file within a second.
         filename_suffix: Appended to every event file name.
+        max_file_bytes: stoker extension. Start a new event file once the current one holds
+            this many bytes. Default ``None``: no limit for a local log dir, 32 MiB for a URL;
+            0 turns the limit off.
+        max_file_secs: stoker extension. Start a new event file once the current one, holding
+            at least one event, is this many seconds old. Default ``None``: no limit for a
+            local log dir, 120 s for a URL; 0 turns the limit off.
+        storage_options: stoker extension. fsspec filesystem options for a URL log dir, e.g.
+            ``{"endpoint_url": "http://127.0.0.1:9000"}`` for s3fs.
+        staging_dir: stoker extension. Parent of the local staging directory of a URL log dir;
+            default the system temp directory.
+
+    A ``log_dir`` URL such as ``"s3://bucket/run"`` (any fsspec URL; needs
+    ``pip install 'stoker[fsspec]'`` and the protocol's package, e.g. s3fs) writes event files
+    in a local staging directory and uploads each one once, when it is closed: by rotation
+    (``max_file_bytes``, ``max_file_secs``), by :meth:`close`, or at exit. :meth:`flush` uploads
+    nothing, so events appear in the store within ``max_file_secs``. Each new file starts with
+    its own version record, and the names of one writer's files sort in the order written, so
+    TensorBoard reads the run as one. Projector files (:meth:`add_embedding`) are written to the
+    store directly.
 
     Example:
         >>> with SummaryWriter(tmp_dir) as writer:  # doctest: +SKIP
@@ -48,6 +68,11 @@ class SummaryWriter(PluginMethods):
         max_queue: int = 10,
         flush_secs: int = 120,
         filename_suffix: str = "",
+        *,
+        max_file_bytes: int | None = None,
+        max_file_secs: float | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        staging_dir: str | os.PathLike[str] | None = None,
     ) -> None:
         """Create the run directory and its first event file."""
         if not log_dir:
@@ -58,8 +83,16 @@ class SummaryWriter(PluginMethods):
         self.max_queue = max_queue
         self.flush_secs = flush_secs
         self.filename_suffix = filename_suffix
+        self._file_options: dict[str, Any] = {
+            "max_file_bytes": max_file_bytes,
+            "max_file_secs": max_file_secs,
+            "storage_options": storage_options,
+            "staging_dir": staging_dir,
+        }
         self.file_writer: FileWriter | None = None
         self.all_writers: dict[str, FileWriter] | None = None
+        self._closed_main: FileWriter | None = None
+        self._closed_writers: dict[str, FileWriter] = {}
         self._scalars = _summary.ScalarEventEncoder()
         self._add_bytes: Any = None
         self._get_file_writer()
@@ -67,7 +100,8 @@ class SummaryWriter(PluginMethods):
     def _get_file_writer(self) -> FileWriter:
         """Return the run's FileWriter, creating a new event file after :meth:`close`."""
         if self.file_writer is None or self.all_writers is None:
-            writer = FileWriter(self.log_dir, self.max_queue, self.flush_secs, self.filename_suffix)
+            writer = self._new_file_writer(self.log_dir, self._closed_main)
+            self._closed_main = None
             self.file_writer = writer
             self.all_writers = {writer.get_logdir(): writer}
             self._add_bytes = writer.add_event_bytes
@@ -88,6 +122,18 @@ class SummaryWriter(PluginMethods):
                 writer.add_event_bytes(start)
                 self.purge_step = None
         return self.file_writer
+
+    def _new_file_writer(self, log_dir: str, closed: FileWriter | None = None) -> FileWriter:
+        """Reopen ``closed`` (a writer this one closed before) or make a new FileWriter.
+
+        Reopening keeps the names of one directory's files in write order (``_rotate``).
+        """
+        if closed is not None:
+            closed.reopen()
+            return closed
+        return FileWriter(
+            log_dir, self.max_queue, self.flush_secs, self.filename_suffix, **self._file_options
+        )
 
     def _add_summary(self, summary: bytes, global_step: Any, walltime: Any) -> None:
         self._get_file_writer()
@@ -115,7 +161,9 @@ class SummaryWriter(PluginMethods):
             hparam_dict: Name to value (bool, int, float, str or None, which is skipped).
             metric_dict: Metric tag to final value; also written as scalars.
             hparam_domain_discrete: Name to the list of values the hyperparameter may take.
-            run_name: Sub-run directory name (default: the current time); unused with same_run.
+            run_name: Sub-run directory name (default: the current time, with ``-1``,
+                ``-2``... appended in a local log dir if another writer took that name); unused
+                with same_run.
             global_step: Step recorded with the summaries.
             same_run: stoker extension. Write into this run's own event file instead of a new
                 sub-run directory, so the hyperparameters belong to the scalars of this run.
@@ -126,8 +174,12 @@ class SummaryWriter(PluginMethods):
         if same_run:
             target: SummaryWriter = self
         else:
-            name = run_name or str(time.time())
-            target = SummaryWriter(log_dir=os.path.join(self._get_file_writer().get_logdir(), name))
+            logdir = self._get_file_writer().get_logdir()
+            if run_name:
+                subrun = _remote.join(logdir, run_name)
+            else:
+                subrun = unique_subdir(logdir, str(time.time()), local=not _remote.is_url(logdir))
+            target = SummaryWriter(log_dir=subrun, **self._file_options)
         try:
             for summary in (experiment, start, end):
                 target._add_summary(summary, global_step, None)
@@ -192,7 +244,7 @@ class SummaryWriter(PluginMethods):
             path = logdir + "/" + main_tag.replace("/", "_") + "_" + key
             writer = writers.get(path)
             if writer is None:
-                writer = FileWriter(path, self.max_queue, self.flush_secs, self.filename_suffix)
+                writer = self._new_file_writer(path, self._closed_writers.pop(path, None))
                 writers[path] = writer
             writer.add_event_bytes(self._scalars.encode(main_tag, value, step, wall))
 
@@ -306,7 +358,10 @@ class SummaryWriter(PluginMethods):
         self._add_summary(_summary_media.audio(tag, snd_tensor, sample_rate), global_step, walltime)
 
     def flush(self) -> None:
-        """Return once every event added so far is in its file."""
+        """Return once every event added so far is in its file.
+
+        For a URL log dir that file is the staged one: nothing is uploaded until it is closed.
+        """
         if self.all_writers is None:
             return
         for writer in self.all_writers.values():
@@ -317,6 +372,12 @@ class SummaryWriter(PluginMethods):
         if self.all_writers is None:
             return
         writers = list(self.all_writers.values())
+        self._closed_main = self.file_writer
+        self._closed_writers = {
+            path: writer
+            for path, writer in self.all_writers.items()
+            if writer is not self.file_writer
+        }
         self.file_writer = self.all_writers = None
         self._add_bytes = None
         for writer in writers:

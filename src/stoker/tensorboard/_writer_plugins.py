@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from stoker.tensorboard import _summary, _summary_plugins
+from stoker.tensorboard._destination import RemoteDestination
 from stoker.tensorboard._file_writer import FileWriter, check_step
 
 
@@ -61,14 +62,17 @@ class PluginMethods:
         from stoker.tensorboard._embedding import write_embedding  # noqa: PLC0415 - optional part, loaded on use
 
         _summary.check_tag(tag)
+        event_writer = self._get_file_writer().event_writer
+        destination = event_writer.destination
         write_embedding(
-            self._get_file_writer().get_logdir(),
+            event_writer.get_logdir(),
             mat,
             metadata,
             label_img,
             metadata_header,
             tag,
             0 if global_step is None else check_step(global_step),
+            store=destination if isinstance(destination, RemoteDestination) else None,
         )
 
     def add_pr_curve(  # noqa: PLR0917 - torch's positional signature

@@ -1,0 +1,173 @@
+"""Unique, time-ordered names for event files and sub-runs, and the policy for rotating files.
+
+An event file is named ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``, as TensorBoard's
+own writers name it. ``<n>`` is a process-wide counter, so two writers of one process never pick
+the same name, even within one second; ``<host>`` and ``<pid>`` keep processes and machines
+apart. Files are created with ``O_EXCL``: should a name be taken anyway (two machines with the
+same host name and pid sharing a directory), the next counter value is tried, so a writer never
+appends to another writer's file.
+
+TensorBoard reads the files of a run in name order and does not go back to an earlier file, so a
+writer that starts another file (rotation, or ``reopen()`` after ``close()``) gives it a
+``<time>`` strictly greater than that of its previous file. The files of one writer therefore
+sort in the order they were written even when several start within one second (the counter
+alone would not do: ``.10`` sorts before ``.9``). The time field may then run a few seconds
+ahead of the clock, which nothing reads.
+
+Rotation (see :class:`Rotation`) closes the current file once it holds ``max_bytes`` or has been
+open ``max_secs`` seconds, provided it holds at least one event besides its ``file_version``
+record; the next file is created when the next event arrives, so an idle writer makes no empty
+files and each file's ``<time>`` is when its first event was written. The writer thread checks
+the limits after each batch it writes, so a file can exceed ``max_bytes`` by one batch.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import socket
+import time
+from dataclasses import dataclass
+from typing import Any
+
+# One process-wide counter, like TensorBoard's own writer: it keeps names unique when several
+# writers open files in the same directory within the same second.
+_file_counter = itertools.count()
+_MAX_NAME_TRIES = 1000
+
+DEFAULT_REMOTE_FILE_BYTES = 32 << 20
+"""Default ``max_file_bytes`` of a URL log dir: 32 MiB."""
+DEFAULT_REMOTE_FILE_SECS = 120.0
+"""Default ``max_file_secs`` of a URL log dir: 120 s, torch's default ``flush_secs``."""
+
+
+def event_file_name(filename_suffix: str = "", stamp: int | None = None) -> str:
+    """Return a new event file name, ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``.
+
+    Args:
+        filename_suffix: Appended to the name.
+        stamp: The ``<time>`` field; default now, in whole seconds.
+    """
+    when = int(time.time()) if stamp is None else stamp
+    return (
+        f"events.out.tfevents.{when:010d}.{socket.gethostname()}."
+        f"{os.getpid()}.{next(_file_counter)}{filename_suffix}"
+    )
+
+
+def create_event_file(
+    directory: str, filename_suffix: str, previous_stamp: int | None
+) -> tuple[int, str, int]:
+    """Create a new, empty event file that no other writer has, and open it for appending.
+
+    Args:
+        directory: Existing directory for the file.
+        filename_suffix: Appended to the file name.
+        previous_stamp: The ``<time>`` field of the writer's previous file, if any; the new one
+            is strictly greater.
+
+    Returns:
+        ``(fd, path, stamp)``: the open descriptor, the file's path and its ``<time>`` field.
+
+    Raises:
+        OSError: If the file cannot be created.
+    """
+    stamp = int(time.time())
+    if previous_stamp is not None:
+        stamp = max(stamp, previous_stamp + 1)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+    for _ in range(_MAX_NAME_TRIES):
+        path = os.path.join(directory, event_file_name(filename_suffix, stamp))
+        try:
+            fd = os.open(path, flags, 0o644)
+        except FileExistsError:
+            continue
+        return fd, path, stamp
+    raise FileExistsError(
+        f"could not find a free event file name in {directory!r} after {_MAX_NAME_TRIES} tries"
+    )
+
+
+def unique_subdir(logdir: str, name: str, *, local: bool) -> str:
+    """Claim the sub-run directory ``logdir/name``, or ``name-1``, ``name-2``... if taken.
+
+    For a local ``logdir`` the directory is created with ``os.mkdir``, which fails when another
+    process created it first, so concurrent writers (DDP ranks calling ``add_hparams`` in the
+    same microsecond) each get their own sub-run. A URL ``logdir`` has no atomic mkdir; the
+    name is returned as is (its event files still have unique names).
+
+    Returns:
+        The sub-run's path or URL.
+    """
+    if not local:
+        return f"{logdir.rstrip('/')}/{name}"
+    os.makedirs(logdir, exist_ok=True)
+    for index in range(_MAX_NAME_TRIES):
+        path = os.path.join(logdir, name if index == 0 else f"{name}-{index}")
+        try:
+            os.mkdir(path)
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"could not create a new sub-run {name!r} in {logdir!r}")
+
+
+def _limit(value: Any, name: str, default: float | None, example: str) -> float | None:
+    """Validate one limit: None means the default, 0 or inf means no limit."""
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name} must be a number or None, got {value!r}; pass e.g. {example}")
+    if math.isnan(value) or value < 0:
+        raise ValueError(
+            f"{name} must be >= 0 (0 turns rotation by it off), got {value!r}; pass e.g. {example}"
+        )
+    if value == 0 or math.isinf(value):
+        return None
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Rotation:
+    """When to close an event file and start the next one; ``None`` limits never trigger.
+
+    Attributes:
+        max_bytes: Size in bytes at which a file is rotated.
+        max_secs: Seconds after its creation at which a file is rotated.
+    """
+
+    max_bytes: float | None = None
+    max_secs: float | None = None
+
+    @classmethod
+    def from_options(cls, max_file_bytes: Any, max_file_secs: Any, *, remote: bool) -> Rotation:
+        """Validate the writer's options and fill in the defaults of a local or URL log dir.
+
+        ``None`` means the default: no rotation for a local log dir, and
+        :data:`DEFAULT_REMOTE_FILE_BYTES` / :data:`DEFAULT_REMOTE_FILE_SECS` for a URL log dir;
+        ``0`` (or ``math.inf``) turns a limit off.
+        """
+        return cls(
+            _limit(
+                max_file_bytes,
+                "max_file_bytes",
+                DEFAULT_REMOTE_FILE_BYTES if remote else None,
+                "64 << 20",
+            ),
+            _limit(
+                max_file_secs, "max_file_secs", DEFAULT_REMOTE_FILE_SECS if remote else None, "300"
+            ),
+        )
+
+    def due(self, size: int, age: float) -> bool:
+        """Tell whether a file of ``size`` bytes, open for ``age`` seconds, must be rotated."""
+        return (self.max_bytes is not None and size >= self.max_bytes) or (
+            self.max_secs is not None and age >= self.max_secs
+        )
+
+    def seconds_left(self, age: float) -> float | None:
+        """Seconds until a file open for ``age`` seconds is due by time, or None."""
+        if self.max_secs is None:
+            return None
+        return max(0.0, self.max_secs - age)
