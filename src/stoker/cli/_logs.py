@@ -29,6 +29,7 @@ import numpy as np
 
 from stoker.tensorboard._reader import Reader
 from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
+from stoker.tensorboard._remote import is_url
 
 __all__ = ["add_logs_parser", "sparkline"]
 
@@ -101,7 +102,7 @@ def _format_time(wall_time: float) -> str:
 
 
 def _open_reader(directory: str) -> Reader:
-    if not os.path.exists(directory):
+    if not is_url(directory) and not os.path.exists(directory):
         raise _UsageError(f"log directory {directory!r} does not exist")
     try:
         reader = Reader(directory)

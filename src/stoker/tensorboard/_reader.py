@@ -20,7 +20,7 @@ import numpy as np
 
 from stoker.tensorboard import _messages as pb
 from stoker.tensorboard import _messages_plugins as pbp
-from stoker.tensorboard import _wire
+from stoker.tensorboard import _remote, _wire
 from stoker.tensorboard._reader_decode import decode_tensor
 from stoker.tensorboard._reader_records import (
     CorruptRecordWarning,
@@ -50,6 +50,8 @@ def is_event_file(name: str) -> bool:
 
 def _find_files(root: str) -> dict[str, list[str]]:
     """Map run name to its event files for every directory under ``root`` that has some."""
+    if _remote.is_url(root):
+        return _remote.find_runs(root)
     if os.path.isfile(root):
         return {".": [root]}
     runs: dict[str, list[str]] = {}
@@ -66,7 +68,7 @@ def _check_root(path: str | os.PathLike[str]) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
     root = os.fspath(path)
-    if not os.path.exists(root):
+    if not (_remote.exists(root) if _remote.is_url(root) else os.path.exists(root)):
         raise EventFileError(
             f"path must be an event file or a log directory, got {root!r}, which does not "
             "exist; check the spelling or pass the directory given to SummaryWriter"

@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 import struct
 import warnings
-from typing import NamedTuple
+from typing import BinaryIO, NamedTuple
 
 import google_crc32c
 
+from stoker.tensorboard import _remote
 from stoker.tensorboard._record import FOOTER_SIZE, HEADER_SIZE
 
 _MASK_DELTA = 0xA282EAD8
@@ -32,6 +33,13 @@ _HEADER = struct.Struct("<QI")
 _U32 = struct.Struct("<I")
 # Protobuf messages are limited to 2 GiB; a longer length can only come from corruption.
 MAX_RECORD_BYTES = 1 << 31
+
+
+def _open_binary(path: str) -> BinaryIO:
+    """Open a local event file, or one behind an fsspec URL, for reading bytes."""
+    if _remote.is_url(path):
+        return _remote.open_binary(path)
+    return open(path, "rb")
 
 
 class EventFileError(ValueError):
@@ -190,8 +198,8 @@ class EventFileReader:
             raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
         base = self._offset
         try:
-            with open(self.path, "rb") as stream:
-                size = os.fstat(stream.fileno()).st_size
+            with _open_binary(self.path) as stream:
+                size = stream.seek(0, os.SEEK_END)
                 if size < base:
                     raise EventFileError(
                         f"{self.path} is {size} bytes, shorter than the saved position "

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import stoker.tensorboard as stb
@@ -195,6 +196,36 @@ def test_reader_helpers_read_the_uploaded_s3_run(endpoint: str, bucket: str) -> 
             assert events[0]["file_version"] == "brain.Event:2"
             steps += [event.get("step", 0) for event in events if "summary" in event]
         assert steps == list(range(30))
+
+
+def test_reader_reads_the_s3_log_dir_like_a_local_one(
+    endpoint: str, bucket: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Reader on an s3:// URL finds the runs and reads every point, as on a local copy."""
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", endpoint)
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)
+    url = f"s3://{bucket}/reader"
+    for run in ("a", "b/c"):
+        with stb.SummaryWriter(f"{url}/{run}", max_file_bytes=400) as writer:
+            for step in range(40):
+                writer.add_scalar("loss", 1.0 / (step + 1), step)
+    reader = stb.Reader(url)
+    assert sorted(reader.runs) == ["a", "b/c"]
+    for run in ("a", "b/c"):
+        series = reader.scalars("loss", run=run)
+        assert list(series.step) == list(range(40))
+        np.testing.assert_allclose(series.value, [1.0 / (s + 1) for s in range(40)], rtol=1e-6)
+    local = download(checker(endpoint), f"{bucket}/reader", tmp_path / "copy")
+    local_series = stb.Reader(str(local)).scalars("loss", run="a")
+    np.testing.assert_array_equal(local_series.value, reader.scalars("loss", run="a").value)
+    with pytest.raises(stb.EventFileError, match="does not exist"):
+        stb.Reader(f"s3://{bucket}/no-such-run")
+    listing = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "logs", "ls", url],
+        capture_output=True, text=True, timeout=60, check=False, env=dict(os.environ),
+    )  # fmt: skip
+    assert listing.returncode == 0, listing.stderr
+    assert [line.split()[0] for line in listing.stdout.splitlines()[1:]] == ["a", "b/c"]
 
 
 def test_process_exiting_without_close_uploads_its_last_file(
