@@ -13,18 +13,13 @@ from stoker.data._dataset import (
     StackDataset,
     Subset,
     TensorDataset,
-    random_split,
 )
-from stoker.data._distributed import DistributedSampler
+from stoker.data._distributed import DistributedSampler, ShardInfo, get_shard_info
 from stoker.data._loader import DataLoader
-from stoker.data._sampler import (
-    BatchSampler,
-    RandomSampler,
-    Sampler,
-    SequentialSampler,
-    SubsetRandomSampler,
-    WeightedRandomSampler,
-)
+from stoker.data._sample_rng import sample_rng
+from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
+from stoker.data._sampler_random import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
+from stoker.data._split import random_split
 from stoker.data._worker import WorkerInfo, get_worker_info
 
 __all__ = [
@@ -38,6 +33,7 @@ __all__ = [
     "RandomSampler",
     "Sampler",
     "SequentialSampler",
+    "ShardInfo",
     "StackDataset",
     "Subset",
     "SubsetRandomSampler",
@@ -48,6 +44,8 @@ __all__ = [
     "default_collate",
     "default_collate_fn_map",
     "default_convert",
+    "get_shard_info",
     "get_worker_info",
     "random_split",
+    "sample_rng",
 ]

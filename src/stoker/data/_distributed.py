@@ -20,14 +20,18 @@ import operator
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from stoker.data._generator import STATE_VERSION, make_rng
 from stoker.data._sampler import Sampler
+from stoker.data._worker import get_worker_info
 
-__all__ = ["DistributedSampler"]
+__all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
+
+T_co = TypeVar("T_co", covariant=True)
 
 _SHUFFLE_TAG = 0x4449_5354
 
@@ -98,7 +102,7 @@ def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int
     return num_replicas, rank
 
 
-class DistributedSampler(Sampler[int]):
+class DistributedSampler(Sampler[T_co]):
     """Restricts loading to one rank's share of the dataset.
 
     Use it with :class:`~stoker.data.DataLoader` in each process and call :meth:`set_epoch`
@@ -159,13 +163,13 @@ class DistributedSampler(Sampler[int]):
         padded = np.resize(order, self.total_size) if length else order[: self.total_size]
         return padded[self.rank : self.total_size : self.num_replicas]
 
-    def __iter__(self) -> Iterator[int]:
+    def __iter__(self) -> Iterator[T_co]:
         """Yield this rank's indices for the current epoch."""
         start = self._resume_offset or 0
         self._resume_offset = None
         mine = self._rank_indices()[start:].tolist()
         self._progress = (start + len(mine), iter(mine))
-        yield from self._progress[1]
+        yield from cast("Iterator[T_co]", self._progress[1])
 
     def __len__(self) -> int:
         """Return the number of indices per rank and epoch."""
@@ -177,6 +181,8 @@ class DistributedSampler(Sampler[int]):
         Args:
             epoch: the epoch number; use the same value on every rank.
         """
+        if epoch != self.epoch:
+            self._resume_offset = None  # a loaded offset belongs to the loaded epoch only
         self.epoch = epoch
         self._progress = (0, iter([]))
 
@@ -195,6 +201,18 @@ class DistributedSampler(Sampler[int]):
             "offset": self._offset if self._offset < self.num_samples else 0,
             "finished": self._offset >= self.num_samples > 0,
         }
+
+    def _resume_state(self, consumed: int | None) -> dict[str, Any]:
+        """Return the state as if only ``consumed`` indices of this epoch had been taken.
+
+        After the epoch's end the epoch is kept (the user's ``set_epoch`` picks the next one, as
+        in an uninterrupted run) and the offset is 0.
+        """
+        state = self.state_dict()
+        finished = consumed is not None and consumed >= self.num_samples
+        state["offset"] = 0 if consumed is None or finished else consumed
+        state["finished"] = False
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state from :meth:`state_dict`; the next ``iter()`` resumes from it.
@@ -221,3 +239,65 @@ class DistributedSampler(Sampler[int]):
         self.epoch = int(state["epoch"]) + (1 if state.get("finished") else 0)
         self._resume_offset = int(state["offset"])
         self._progress = (self._resume_offset, iter([]))
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Which share of an IterableDataset the calling (rank, worker) pair should yield.
+
+    Attributes:
+        index: this shard's number, ``rank * num_workers + worker_id``.
+        count: the number of shards, ``world_size * num_workers``.
+        rank: the process's rank.
+        world_size: the number of ranks.
+        worker_id: the loader worker's id (0 outside a worker).
+        num_workers: the loader's number of workers (1 outside a worker).
+    """
+
+    index: int
+    count: int
+    rank: int
+    world_size: int
+    worker_id: int
+    num_workers: int
+
+
+def get_shard_info(rank: int | None = None, world_size: int | None = None) -> ShardInfo:
+    """Return the calling (rank, worker) pair's shard, for ``IterableDataset.__iter__``.
+
+    Yield every ``count``-th sample starting at ``index`` (e.g.
+    ``itertools.islice(source, shard.index, None, shard.count)``) and, over all ranks and
+    workers, every sample is yielded exactly once. ``rank``/``world_size`` default as in
+    :class:`DistributedSampler`: an initialised ``torch.distributed`` process group (seen in
+    worker processes only when they were forked), else the ``RANK``/``WORLD_SIZE`` environment
+    variables (inherited by every worker), else a single process. Capture them in the main
+    process (e.g. in the dataset's ``__init__``) and pass them here when the workers cannot
+    see either.
+
+    Args:
+        rank: this process's rank, or None.
+        world_size: the number of ranks, or None.
+
+    Returns:
+        The :class:`ShardInfo`.
+
+    Raises:
+        ValueError: when rank is outside ``[0, world_size)``.
+    """
+    if rank is None or world_size is None:
+        group = _torch_process_group()
+        if world_size is None:
+            world_size = group[0] if group is not None else _env_int("WORLD_SIZE")
+        if rank is None:
+            rank = group[1] if group is not None else _env_int("RANK")
+    world, rank = _resolve_world(1 if world_size is None else world_size, rank or 0)
+    info = get_worker_info()
+    worker_id, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
+    return ShardInfo(
+        index=rank * num_workers + worker_id,
+        count=world * num_workers,
+        rank=rank,
+        world_size=world,
+        worker_id=worker_id,
+        num_workers=num_workers,
+    )

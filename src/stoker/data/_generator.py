@@ -290,11 +290,26 @@ class EpochClock:
     def state(self, length_fields: dict[str, Any], total: int) -> dict[str, Any]:
         """Return the JSON-serialisable state; ``total`` is the number of indices per epoch."""
         record = self.current
-        in_epoch = record is not None and record.offset() < total
+        return self.resume_state(length_fields, total, None if record is None else record.offset())
+
+    def resume_state(
+        self, length_fields: dict[str, Any], total: int, consumed: int | None
+    ) -> dict[str, Any]:
+        """Return the state of the current epoch with only ``consumed`` indices taken.
+
+        A loader that prefetches saves this way: ``consumed`` counts the indices of the batches
+        it delivered. ``None`` (the epoch has not begun) or ``consumed >= total`` describes the
+        start of the next epoch instead.
+        """
+        record = self.current
+        if self._pending is not None:  # loaded and not begun yet: describe the loaded epoch
+            record = self._pending
+            consumed = record.start if consumed is None else consumed
+        in_epoch = record is not None and consumed is not None and consumed < total
         state: dict[str, Any] = {"version": STATE_VERSION, **length_fields}
         generator = self.generator
-        if in_epoch and record is not None:
-            state.update(epoch=record.index, offset=record.offset(), seed=record.seed)
+        if in_epoch and record is not None and consumed is not None:
+            state.update(epoch=record.index, offset=consumed, seed=record.seed)
             torch_state = record.torch_state
             numpy_state: Any = self._numpy_state_after_draw
         else:

@@ -14,6 +14,14 @@ code or signal and the indices it held, and ``timeout`` raises RuntimeError nami
 A failure inside a worker re-raises in order, with its original type; the iterator stays usable.
 Workers stop at the end of the epoch (unless persistent), on :meth:`close`, when the iterator is
 garbage collected, and at interpreter exit (a :func:`weakref.finalize` owns the shutdown).
+
+Workers are processes (:class:`~stoker.data._transport.ProcessPool`) or, with
+``worker_type="thread"``, threads (:class:`~stoker.data._threads.ThreadPool`); the bookkeeping
+here is the same for both. Each reply's ``meta`` carries the worker's busy time (added to the
+loader's :class:`~stoker.data._stats.LoaderStats`) and, for an IterableDataset with a
+``state_dict()``, the replica's state right after the batch: it becomes
+``last_worker_state[worker_id]`` when that batch is yielded (and when the worker reports its
+replica exhausted).
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ from __future__ import annotations
 import itertools
 import multiprocessing
 import time
+import warnings
 import weakref
 from collections.abc import Callable
 from multiprocessing.context import BaseContext
@@ -28,8 +37,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from stoker.data._errors import short_repr
 from stoker.data._iter_single import LoaderIter
+from stoker.data._stats import LoaderStats
+from stoker.data._threads import ThreadPool
 from stoker.data._transport import ProcessPool
-from stoker.data._worker import BATCH, EXHAUSTED, FAILED, RESET, RESET_DONE, WorkerSetup
+from stoker.data._worker import BATCH, EXHAUSTED, FAILED, RESET, RESET_DONE, Reply, WorkerSetup
 
 if TYPE_CHECKING:
     from stoker.data._loader import DataLoader
@@ -59,9 +70,25 @@ class WorkerPool(Protocol):
     def shutdown(self) -> None:
         """Stop every worker within a few seconds; idempotent."""
 
+    @property
+    def bytes_inline(self) -> int:
+        """Bytes received through pipes (pickled replies)."""
 
-def start_pool(context: BaseContext | None, setups: list[WorkerSetup]) -> WorkerPool:
-    """Start the workers for ``setups``: one process each, with ``context`` (or the default)."""
+    @property
+    def bytes_in_slabs(self) -> int:
+        """Bytes of batch arrays received through shared-memory slabs."""
+
+    @property
+    def slabs_in_use(self) -> int:
+        """Slabs whose batch is still alive in the main process."""
+
+
+def start_pool(
+    context: BaseContext | None, setups: list[WorkerSetup], worker_type: str = "process"
+) -> WorkerPool:
+    """Start the workers for ``setups``: threads, or processes with ``context`` (or the default)."""
+    if worker_type == "thread":
+        return ThreadPool(setups)
     return ProcessPool(context or multiprocessing.get_context(), setups)
 
 
@@ -87,7 +114,15 @@ class MultiProcessIter(LoaderIter):
             )
             for worker_id in range(self._num_workers)
         ]
-        self._pool = start_pool(loader.multiprocessing_context, setups)
+        self._stats: LoaderStats = getattr(loader, "_stats", None) or LoaderStats()
+        self.last_worker_state: dict[int, Any] = {}
+        self._pending_state: dict[int, Any] = {}
+        started = time.perf_counter()
+        self._pool = start_pool(
+            loader.multiprocessing_context, setups, getattr(loader, "worker_type", "process")
+        )
+        self._stats.start_seconds += time.perf_counter() - started
+        self._stats.attach(self._pool)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
         self._start_epoch()
 
@@ -100,7 +135,7 @@ class MultiProcessIter(LoaderIter):
         self._send_idx = 0
         self._rcvd_idx = 0
         self._tasks: dict[int, tuple[int, Any]] = {}
-        self._ready: dict[int, tuple[int, Any]] = {}
+        self._ready: dict[int, tuple[int, Any, Any]] = {}
         self._active = [True] * self._num_workers
         self._load = [0] * self._num_workers
         self._cycle = itertools.cycle(range(self._num_workers))
@@ -151,35 +186,61 @@ class MultiProcessIter(LoaderIter):
             self._wait(self._handle_reply)
 
     def _deliver(self, task_id: int) -> Any:
-        status, payload = self._ready.pop(task_id)
+        status, payload, meta = self._ready.pop(task_id)
         worker_id, _ = self._tasks.pop(task_id)
         self._load[worker_id] -= 1
         if self._in_order:
             self._rcvd_idx = task_id + 1
+        if meta is not None:
+            if "worker_state" in meta:
+                self.last_worker_state[worker_id] = meta["worker_state"]
+            elif "worker_state_error" in meta:
+                failure = meta["worker_state_error"]
+                warnings.warn(
+                    f"the IterableDataset's state_dict() failed in worker {worker_id}, so its "
+                    f"state was not recorded with this batch: {failure.describe()}",
+                    RuntimeWarning,
+                    stacklevel=4,
+                )
+        self._apply_pending_state(worker_id)
+        self._stats.batches_served += 1
         self._dispatch()
         if status == FAILED:
             payload.reraise()
         return payload
 
-    def _handle_reply(self, worker_id: int, reply: tuple[int, int, Any]) -> None:
-        task_id, status, payload = reply
+    def _apply_pending_state(self, worker_id: int) -> None:
+        """Record an exhausted worker's final state once none of its batches is waiting."""
+        if worker_id in self._pending_state and not any(
+            owner == worker_id for owner, _ in self._tasks.values()
+        ):
+            self.last_worker_state[worker_id] = self._pending_state.pop(worker_id)
+
+    def _handle_reply(self, worker_id: int, reply: Reply) -> None:
+        task_id, status, payload, meta = reply
+        if meta is not None:
+            self._stats.add_busy(worker_id, meta.get("busy", 0.0))
         if task_id not in self._tasks:
             return
         if status == EXHAUSTED:
             self._active[worker_id] = False
             del self._tasks[task_id]
             self._load[worker_id] -= 1
+            if meta is not None and "worker_state" in meta:
+                self._pending_state[worker_id] = meta["worker_state"]
+                self._apply_pending_state(worker_id)
             self._dispatch()
         elif status in (BATCH, FAILED):
-            self._ready[task_id] = (status, payload)
+            self._ready[task_id] = (status, payload, meta)
 
-    def _wait(self, handle: Callable[[int, tuple[int, int, Any]], None]) -> None:
+    def _wait(self, handle: Callable[[int, Reply], None]) -> None:
         """Wait for at least one reply and pass each to ``handle``; raise on death or timeout."""
         deadline = None if not self._timeout else time.monotonic() + float(self._timeout)
         while True:
             budget = CHECK_INTERVAL
             if deadline is not None:
                 budget = min(budget, deadline - time.monotonic())
+            started = time.perf_counter()
             try:
                 replies, dead = self._pool.receive(budget)
             except BaseException:
@@ -187,6 +248,7 @@ class MultiProcessIter(LoaderIter):
                 # this iterator cannot go on, so its workers stop now.
                 self.close()
                 raise
+            self._stats.wait_seconds += time.perf_counter() - started
             for worker_id, reply in replies:
                 handle(worker_id, reply)
             if dead:
@@ -249,12 +311,14 @@ class MultiProcessIter(LoaderIter):
             self._pool.send(worker_id, RESET)
         waiting = set(range(self._num_workers))
 
-        def on_reply(worker_id: int, reply: tuple[int, int, Any]) -> None:
+        def on_reply(worker_id: int, reply: Reply) -> None:
             if reply[1] == RESET_DONE:
                 waiting.discard(worker_id)
 
         while waiting:
             self._wait(on_reply)
+        self.last_worker_state.clear()  # each replica starts its iteration again
+        self._pending_state.clear()
         self._start_epoch()
 
     def close(self) -> None:

@@ -18,11 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, make_fetcher
 from stoker.data._generator import draw_seed
+from stoker.data._sample_rng import swap_thread_key
 
 if TYPE_CHECKING:
     from typing_extensions import Self
 
     from stoker.data._loader import DataLoader
+    from stoker.data._state import ResumeTracker
 
 __all__ = ["LoaderIter", "SingleProcessIter", "pin_plan"]
 
@@ -96,8 +98,11 @@ class LoaderIter:
         self._collate_fn = loader.collate_fn
         self._timeout = loader.timeout
         self._pin = pin_plan(loader.pin_memory, loader.pin_memory_device)
-        self._sampler_iter = iter(self._index_sampler)
-        self._base_seed = draw_seed(loader._seed_source)
+        self._tracker: ResumeTracker = loader._resume
+        self._progress, self._sampler_iter = self._tracker.open_epoch(loader, self._num_workers > 0)
+        restored = self._tracker.restored_base_seed
+        self._base_seed = draw_seed(loader._seed_source) if restored is None else restored
+        self._tracker.note_base_seed(self._progress, self._base_seed)
         self._len_reported: int | None = loader._iterable_len_reported
         self._num_yielded = 0
         self._closed = False
@@ -108,7 +113,16 @@ class LoaderIter:
     def __next__(self) -> Any:
         if self._closed:
             raise StopIteration
-        data = self._next_data()
+        progress = self._progress
+        try:
+            while progress.skip:  # an IterableDataset resumed by fast-forward: drop batches
+                self._next_data()
+                progress.skip -= 1
+            data = self._next_data()
+        except StopIteration:
+            progress.finished = True
+            raise
+        progress.yielded += 1
         self._num_yielded += 1
         if (
             self._iterable
@@ -136,7 +150,8 @@ class LoaderIter:
 
     def _reset(self, loader: DataLoader) -> None:
         """Start a new epoch with the same iterator (persistent workers)."""
-        self._sampler_iter = iter(self._index_sampler)
+        self._progress, self._sampler_iter = self._tracker.open_epoch(loader, True)
+        self._tracker.note_base_seed(self._progress, self._base_seed)
         self._num_yielded = 0
         self._len_reported = loader._iterable_len_reported
 
@@ -193,10 +208,13 @@ class SingleProcessIter(LoaderIter):
 
     def _next_data(self) -> Any:
         index = next(self._sampler_iter)
+        previous = swap_thread_key(self._progress.key)
         try:
             return self._fetcher.fetch(index)
         except DatasetExhausted:
             raise StopIteration from None
+        finally:
+            swap_thread_key(previous)
 
     def close(self) -> None:
         """Stop iterating; an iterable dataset's generator is closed (its ``finally`` runs)."""

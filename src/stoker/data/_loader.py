@@ -28,7 +28,10 @@ from stoker.data._dataset import IterableDataset
 from stoker.data._generator import resolve_generator
 from stoker.data._iter_multi import MultiProcessIter
 from stoker.data._iter_single import LoaderIter, SingleProcessIter
-from stoker.data._sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
+from stoker.data._sampler_random import RandomSampler
+from stoker.data._state import ResumeTracker, load_state, save_state
+from stoker.data._stats import LoaderStats
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -104,6 +107,8 @@ class DataLoader:
         persistent_workers: keep the worker processes across epochs.
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order (False: as soon as they are ready).
+        worker_type: ``"process"`` (default: worker processes, large batches through shared
+            memory) or ``"thread"`` (worker threads in this process; same batches and order).
     """
 
     _initialized = False
@@ -129,6 +134,7 @@ class DataLoader:
         persistent_workers: bool = False,
         pin_memory_device: str = "",
         in_order: bool = True,
+        worker_type: str = "process",
     ) -> None:
         _check_int("num_workers", num_workers)
         if num_workers < 0:
@@ -156,6 +162,11 @@ class DataLoader:
                 f"prefetch_factor must be >= 1 with workers, got {prefetch_factor!r}; "
                 "leave it unset for the default of 2"
             )
+        if worker_type not in ("process", "thread"):
+            raise ValueError(
+                f"worker_type must be 'process' or 'thread', got {worker_type!r}; use 'thread' "
+                "when __getitem__ releases the GIL (NumPy, I/O), else 'process'"
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError(
                 f"persistent_workers=True needs num_workers > 0, got num_workers={num_workers}; "
@@ -171,6 +182,8 @@ class DataLoader:
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
+        self.worker_type = worker_type
+        self._stats = LoaderStats()
 
         self._iterable_kind = _is_iterable_dataset(dataset)
         if self._iterable_kind:
@@ -237,6 +250,7 @@ class DataLoader:
         self.persistent_workers = persistent_workers
         self._iterable_len_reported: int | None = None
         self._iterator: LoaderIter | None = None
+        self._resume = ResumeTracker()
         self._initialized = True
         self.check_worker_number_rationality()
 
@@ -317,6 +331,31 @@ class DataLoader:
             return length
         return len(self._index_sampler)
 
+    def state_dict(self) -> dict[str, Any]:
+        """Return where iteration stands: a small, versioned, JSON-serialisable dict.
+
+        Taken after ``k`` batches of an epoch, loading it into a fresh loader built the same way
+        (any ``num_workers`` for a map-style dataset) makes that loader yield the remaining
+        batches of the epoch, then the following epochs, exactly as an uninterrupted run. Saved
+        after an epoch's last batch, it resumes at the start of the next epoch. Workers do no
+        work for it. See docs/design/resume.md for the format and what a custom sampler or an
+        IterableDataset needs.
+        """
+        return save_state(self)
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Resume from a :meth:`state_dict`: the next ``iter(loader)`` continues from it.
+
+        Persistent workers are stopped (new ones start with the restored seeds).
+
+        Raises:
+            TypeError: when ``state`` is not a dict.
+            ValueError: when it does not fit this loader (another format version, dataset
+                kind or length, sampler kind, batch size, ...); the message names the field.
+        """
+        load_state(self, state)
+        self.close()
+
     def check_worker_number_rationality(self) -> None:
         """Warn when ``num_workers`` exceeds the CPUs this process may use."""
         if not self.num_workers:
@@ -331,6 +370,15 @@ class DataLoader:
                 UserWarning,
                 stacklevel=3,
             )
+
+    def stats(self) -> dict[str, Any]:
+        """Return counters over this loader's worker iterators (see ``LoaderStats.snapshot``).
+
+        Keys: ``batches_served``, ``main_wait_seconds``, ``worker_busy_seconds`` (by worker
+        id), ``worker_start_seconds``, ``bytes_inline``, ``bytes_in_slabs``, ``bytes_moved``
+        and ``slabs_in_use``. With ``num_workers=0`` every counter stays at zero.
+        """
+        return self._stats.snapshot()
 
     def close(self) -> None:
         """Stop the persistent workers, if any (a later ``iter()`` starts new ones)."""

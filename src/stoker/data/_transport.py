@@ -1,7 +1,7 @@
 """Process transport: starts worker processes, carries messages both ways, notices dead ones.
 
-Each worker gets its own index queue (a :class:`multiprocessing.Queue`, so the main process never
-blocks on a put: a feeder thread writes) and its own one-way result pipe (the worker pickles each
+Each worker gets its own task pipe (written by :class:`~stoker.data._taskpipe.TaskPipe` from the
+calling thread without ever blocking) and its own one-way result pipe (the worker pickles each
 reply and writes it; no lock is shared between workers, so a worker killed mid-write cannot block
 another). The main process waits on every result pipe and every process sentinel at once with
 :func:`multiprocessing.connection.wait`, so a reply and a death are both noticed at once, without
@@ -12,24 +12,42 @@ and while waiting for indices they check every :data:`PARENT_CHECK_INTERVAL` sec
 main process is still alive (their parent pid is unchanged, and the main process is neither gone
 nor a zombie according to ``/proc``; a forkserver worker's parent is the fork server, which can
 outlive the main process), so a main process killed outright leaves no worker behind.
+
+Large batches travel in shared-memory slabs (:mod:`stoker.data._slabs`): the worker's
+:class:`~stoker.data._slabs.SlabWriter` pickles each reply, the pool's
+:class:`~stoker.data._slabs.SlabReader` for that worker unpickles it, and slab ids freed in the
+main process ride along with the next task sent to their worker. A worker unlinks its segment
+names when it exits, the pool unlinks a worker's names when the worker dies or stops, and every
+new pool sweeps names left by processes that no longer exist (:mod:`stoker.data._shm`).
+
+Fast start: with spawn and forkserver the worker setup (dataset, collate_fn, worker_init_fn) is
+pickled once, not once per worker, and reaches each worker as the first message on its task
+pipe (written by a helper thread when larger than the pipe), so ``Process.start`` never waits
+for a child to read a large payload and the workers boot in parallel.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import pickle
-import queue
 import signal
 import time
+from collections.abc import Callable
 from multiprocessing import connection
 from multiprocessing.context import BaseContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
+from stoker.data._shm import sweep_orphans, unlink_segments
+from stoker.data._slabs import SlabReader, SlabWriter
+from stoker.data._taskpipe import TaskPipe, grow_pipe
 from stoker.data._worker import (
     STOP,
+    Reply,
     WorkerInfo,
     WorkerSetup,
     seed_process_rngs,
@@ -73,12 +91,16 @@ class ProcessHost:
     """The worker side of the process transport (see :class:`~stoker.data._worker.WorkerHost`)."""
 
     worker_method = "multiprocessing"
+    carries_meta = True
 
-    def __init__(self, index_queue: Any, result_conn: connection.Connection, main_pid: int) -> None:
-        self._queue = index_queue
+    def __init__(
+        self, task_conn: connection.Connection, result_conn: connection.Connection, main_pid: int
+    ) -> None:
+        self._tasks = task_conn
         self._conn = result_conn
         self._main_pid = main_pid
         self._parent_pid = os.getppid()
+        self.slabs = SlabWriter(main_pid)
 
     def install(self, setup: WorkerSetup) -> WorkerInfo:
         """Seed this process's generators and make ``get_worker_info()`` answer."""
@@ -88,6 +110,10 @@ class ProcessHost:
         )
         set_process_worker_info(info)
         return info
+
+    def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Collate ``default_collate`` batches straight into slabs; keep other functions."""
+        return self.slabs.collate if collate_fn is default_collate else collate_fn
 
     def parent_alive(self) -> bool:
         """Tell whether the main process still exists."""
@@ -104,39 +130,60 @@ class ProcessHost:
             return _pid_exists(self._main_pid)
         return state not in (b"Z", b"X")
 
-    def receive(self) -> Any:
-        """Return the next message, or STOP once the main process is gone."""
+    def receive_raw(self) -> Any:
+        """Return the next message as sent, or STOP once the main process is gone."""
         while True:
             try:
-                payload = self._queue.get(timeout=PARENT_CHECK_INTERVAL)
-            except queue.Empty:
-                if not self.parent_alive():
-                    return STOP
+                if self._tasks.poll(PARENT_CHECK_INTERVAL):
+                    return ForkingPickler.loads(self._tasks.recv_bytes())
             except (EOFError, OSError):
                 return STOP
-            else:
-                return ForkingPickler.loads(payload)
+            if not self.parent_alive():
+                return STOP
 
-    def send(self, message: tuple[int, int, Any]) -> None:
+    def receive(self) -> Any:
+        """Return the next message (taking back released slabs), or STOP."""
+        message = self.receive_raw()
+        if type(message) is tuple and len(message) == 3:
+            self.slabs.release(message[2])
+            return message[:2]
+        return message
+
+    def send(self, message: Reply) -> None:
         """Pickle ``message`` (pickling errors propagate) and write it to the result pipe."""
-        payload = ForkingPickler.dumps(message)
-        self._conn.send_bytes(payload)
+        self._conn.send_bytes(self.slabs.encode(message))
 
 
 def process_main(
-    setup: WorkerSetup, index_queue: Any, result_conn: connection.Connection, main_pid: int
+    setup: WorkerSetup | None,
+    worker_id: int,
+    task_conn: connection.Connection,
+    result_conn: connection.Connection,
+    main_pid: int,
 ) -> None:
-    """Entry point of a worker process: run the worker loop over the process transport."""
+    """Entry point of a worker process: run the worker loop over the process transport.
+
+    ``setup`` is None when it comes pickled as the first message on the task pipe (spawn
+    and forkserver), and is then completed with ``worker_id``.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    host = ProcessHost(index_queue, result_conn, main_pid)
+    host = ProcessHost(task_conn, result_conn, main_pid)
     try:
+        if setup is None:
+            shared = host.receive_raw()
+            if not isinstance(shared, WorkerSetup):
+                return
+            setup = dataclasses.replace(shared, worker_id=worker_id)
         worker_loop(setup, host)
     finally:
+        host.slabs.close()
+        unlink_segments(main_pid, os.getpid())
         result_conn.close()
+        task_conn.close()
 
 
 class ProcessPool:
-    """The main side of the process transport: one process, index queue and pipe per worker."""
+    """The main side of the process transport: one process, task pipe and result pipe each."""
 
     def __init__(self, context: BaseContext, setups: list[WorkerSetup]) -> None:
         """Start one worker process per setup.
@@ -146,42 +193,63 @@ class ProcessPool:
             setups: one :class:`~stoker.data._worker.WorkerSetup` per worker, in id order.
         """
         self.processes: list[Any] = []
-        self.index_queues: list[Any] = []
+        self.task_pipes: list[TaskPipe] = []
         self.result_conns: list[connection.Connection] = []
+        self.readers: list[SlabReader] = []
+        self.bytes_inline = 0
         self._owner_of: dict[Any, int] = {}
         self._owner_pid = os.getpid()
         self.closed = False
+        sweep_orphans()
         try:
+            shared = None
+            if setups and context.get_start_method() != "fork":
+                shared = self._pickle_once(context, setups[0])
             for setup in setups:
-                self._start_one(context, setup)
+                self._start_one(context, setup, shared)
         except BaseException:
             self.shutdown()
             raise
 
-    def _start_one(self, context: BaseContext, setup: WorkerSetup) -> None:
-        index_queue = context.Queue()
-        index_queue.cancel_join_thread()
+    @staticmethod
+    def _picklable_error(context: BaseContext, err: Exception) -> TypeError:
+        method = context.get_start_method()
+        return TypeError(
+            f"the dataset, collate_fn and worker_init_fn must be picklable to start workers "
+            f"with the {method!r} start method, got an error pickling them: {err}; define "
+            "them at module level (no lambdas or local classes) or use "
+            "multiprocessing_context='fork'"
+        )
+
+    def _pickle_once(self, context: BaseContext, setup: WorkerSetup) -> bytes:
+        try:
+            return bytes(ForkingPickler.dumps(setup))
+        except (TypeError, AttributeError, pickle.PicklingError) as err:
+            raise self._picklable_error(context, err) from err
+
+    def _start_one(self, context: BaseContext, setup: WorkerSetup, shared: bytes | None) -> None:
+        task_reader, task_writer = context.Pipe(duplex=False)
         reader, writer = context.Pipe(duplex=False)
         process = context.Process(  # type: ignore[attr-defined]
             target=process_main,
-            args=(setup, index_queue, writer, os.getpid()),
+            args=(None if shared else setup, setup.worker_id, task_reader, writer, os.getpid()),
             name=f"stoker-data-worker-{setup.worker_id}",
             daemon=True,
         )
-        self.index_queues.append(index_queue)
+        pipe = TaskPipe(task_writer)
+        grow_pipe(reader)  # a worker then never waits to write a window of small replies
+        self.task_pipes.append(pipe)
         self.result_conns.append(reader)
+        self.readers.append(SlabReader())
+        if shared is not None:
+            pipe.send(shared, answered=False)
         try:
             process.start()
         except (TypeError, AttributeError, pickle.PicklingError) as err:
-            method = context.get_start_method()
-            raise TypeError(
-                f"the dataset, collate_fn and worker_init_fn must be picklable to start workers "
-                f"with the {method!r} start method, got an error pickling them: {err}; define "
-                "them at module level (no lambdas or local classes) or use "
-                "multiprocessing_context='fork'"
-            ) from err
+            raise self._picklable_error(context, err) from err
         finally:
             writer.close()
+            task_reader.close()
         self.processes.append(process)
         self._owner_of[reader] = setup.worker_id
         self._owner_of[process.sentinel] = setup.worker_id
@@ -192,12 +260,15 @@ class ProcessPool:
         return [int(p.pid) for p in self.processes]
 
     def send(self, worker_id: int, message: Any) -> None:
-        """Queue ``message`` for worker ``worker_id``; never blocks.
+        """Send ``message`` to worker ``worker_id``; never blocks (see TaskPipe).
 
         The message is pickled here, in the calling thread, so an index that cannot be pickled
-        raises TypeError now instead of being lost in the queue's feeder thread (which would
-        leave the main process waiting for a reply that never comes).
+        raises TypeError now.
         """
+        if type(message) is tuple:
+            released = self.readers[worker_id].take_released()
+            if released:
+                message = (*message, released)
         try:
             payload = bytes(ForkingPickler.dumps(message))
         except Exception as err:
@@ -205,7 +276,7 @@ class ProcessPool:
                 f"every item the sampler yields must be picklable to reach a worker process, "
                 f"got {short_repr(message)}: {err}; yield ints or lists of ints"
             ) from err
-        self.index_queues[worker_id].put(payload)
+        self.task_pipes[worker_id].send(payload)
 
     def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
         """Wait up to ``timeout`` seconds for replies or deaths.
@@ -214,6 +285,11 @@ class ProcessPool:
             ``(replies, dead)``: ``(worker_id, reply)`` pairs in arrival order, and the ids of
             workers that have exited (after reading whatever they sent before dying).
         """
+        for pipe in self.task_pipes:
+            if pipe.busy:
+                pipe.flush()
+                if pipe.busy:  # a helper thread is writing: look again soon
+                    timeout = min(timeout, 0.01)
         waitables = [*self.result_conns, *(p.sentinel for p in self.processes)]
         ready = connection.wait(waitables, timeout=max(timeout, 0.0))
         replies: list[tuple[int, Any]] = []
@@ -222,7 +298,7 @@ class ProcessPool:
             worker_id = self._owner_of[item]
             if isinstance(item, connection.Connection):
                 try:
-                    replies.append((worker_id, item.recv()))
+                    replies.append((worker_id, self._read(worker_id, item)))
                 except (EOFError, OSError):
                     dead.add(worker_id)
             else:
@@ -232,13 +308,31 @@ class ProcessPool:
             self.processes[worker_id].join(timeout=1.0)
         return replies, sorted(dead)
 
+    def _read(self, worker_id: int, conn: connection.Connection) -> Reply:
+        data = conn.recv_bytes()
+        self.bytes_inline += len(data)
+        self.task_pipes[worker_id].acknowledge()
+        return self.readers[worker_id].decode(data)
+
     def _drain(self, worker_id: int) -> list[Any]:
         conn = self.result_conns[worker_id]
         found = []
         with contextlib.suppress(EOFError, OSError):
             while conn.poll(0):
-                found.append(conn.recv())
+                found.append(self._read(worker_id, conn))
+        for pid in self.pids[worker_id : worker_id + 1]:
+            unlink_segments(self._owner_pid, pid)
         return found
+
+    @property
+    def bytes_in_slabs(self) -> int:
+        """Bytes of batch arrays received through slabs so far."""
+        return sum(reader.bytes_in_slabs for reader in self.readers)
+
+    @property
+    def slabs_in_use(self) -> int:
+        """Slabs whose batch is still alive in this process."""
+        return sum(len(reader.in_use) for reader in self.readers)
 
     def describe(self, worker_id: int) -> str:
         """Say which process worker ``worker_id`` is and how it ended."""
@@ -256,9 +350,10 @@ class ProcessPool:
         if os.getpid() != self._owner_pid:
             return  # a forked copy of this pool in another process: its workers are not ours
         stop_message = bytes(ForkingPickler.dumps(STOP))
-        for index_queue in self.index_queues:
-            with contextlib.suppress(Exception):
-                index_queue.put(stop_message)
+        for pipe in self.task_pipes:
+            pipe.try_send_now(stop_message)
+            with contextlib.suppress(OSError):
+                pipe.close()  # end of file also tells the worker to stop
         deadline = time.monotonic() + grace
         for process in self.processes:
             process.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -272,8 +367,10 @@ class ProcessPool:
             deadline = time.monotonic() + 1.0
             for process in alive:
                 process.join(timeout=max(0.0, deadline - time.monotonic()))
-        for index_queue in self.index_queues:
-            with contextlib.suppress(Exception):
-                index_queue.close()
         for conn in self.result_conns:
             conn.close()
+        for process in self.processes:
+            if process.pid is not None:
+                unlink_segments(self._owner_pid, process.pid)
+        for reader in self.readers:
+            reader.close()

@@ -7,9 +7,11 @@ shared-memory batches) plugs in without touching the loop.
 
 Messages from the main process are ``(task_id, index)`` tuples, :data:`RESET` (start a new
 epoch on persistent workers) and :data:`STOP`. Every task is answered exactly once with
-``(task_id, status, payload)`` where status is :data:`BATCH`, :data:`FAILED` (payload: a
+``(task_id, status, payload, meta)`` where status is :data:`BATCH`, :data:`FAILED` (payload: a
 :class:`~stoker.data._errors.WorkerFailure`) or :data:`EXHAUSTED` (the worker's iterable
-dataset replica has ended); a reset is answered with ``(-1, RESET_DONE, None)``.
+dataset replica has ended); a reset is answered with ``(-1, RESET_DONE, None, None)``. ``meta``
+is a small dict: ``"busy"`` (seconds the worker spent on the task) and, for an IterableDataset
+that defines ``state_dict()``, ``"worker_state"`` (its state taken right after the batch).
 
 Seeds: worker ``i`` of an iterator whose base seed is ``b`` gets ``seed = b + i``, which seeds
 Python's :mod:`random` and, when torch is already imported in the worker, ``torch.manual_seed``.
@@ -23,11 +25,13 @@ from __future__ import annotations
 import random
 import sys
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
+import numpy.random  # imported here, once: forked workers then seed it without importing it
 
 from stoker.data._errors import WorkerFailure
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
@@ -39,6 +43,7 @@ __all__ = [
     "RESET",
     "RESET_DONE",
     "STOP",
+    "Reply",
     "WorkerHost",
     "WorkerInfo",
     "WorkerSetup",
@@ -46,6 +51,7 @@ __all__ = [
     "numpy_seed_words",
     "seed_process_rngs",
     "set_process_worker_info",
+    "set_thread_worker_info",
     "worker_loop",
 ]
 
@@ -57,6 +63,9 @@ EXHAUSTED = 2
 RESET_DONE = 3
 
 _MASK32 = 0xFFFFFFFF
+
+Reply = tuple[int, int, Any, "dict[str, Any] | None"]
+"""``(task_id, status, payload, meta)``: one answer from a worker."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +80,7 @@ class WorkerInfo:
             process's dataset when the worker is a process).
         rng: per-worker random state for workers that cannot seed process-wide generators;
             None for process workers.
-        worker_method: ``"multiprocessing"`` for process workers.
+        worker_method: ``"multiprocessing"`` for process workers, ``"threading"`` for threads.
     """
 
     id: int
@@ -98,6 +107,11 @@ def get_worker_info() -> WorkerInfo | None:
     """
     info: WorkerInfo | None = getattr(_thread_info, "info", None)
     return info if info is not None else _process_info
+
+
+def set_thread_worker_info(info: WorkerInfo | None) -> None:
+    """Install ``info`` as the calling thread's worker information (thread workers only)."""
+    _thread_info.info = info
 
 
 def set_process_worker_info(info: WorkerInfo | None) -> None:
@@ -160,7 +174,13 @@ class WorkerSetup:
 
 
 class WorkerHost(Protocol):
-    """How a worker receives tasks, sends results and installs its identity and seeds."""
+    """How a worker receives tasks, sends results and installs its identity and seeds.
+
+    Two members are optional (looked up with ``getattr``): ``carries_meta`` (True: replies are
+    4-tuples ending with ``meta``; a host without it gets 3-tuples ``(task_id, status,
+    payload)``) and ``prepare_collate(collate_fn) -> collate_fn`` (a transport that collates
+    into its own memory).
+    """
 
     worker_method: str
 
@@ -170,22 +190,24 @@ class WorkerHost(Protocol):
     def receive(self) -> Any:
         """Block until the next message; return :data:`STOP` when the main process is gone."""
 
-    def send(self, message: tuple[int, int, Any]) -> None:
+    def send(self, message: Reply) -> None:
         """Send one reply; raise OSError when the main process cannot be reached."""
 
 
-def _new_fetcher(setup: WorkerSetup, dataset: Any) -> MapFetcher | IterableFetcher:
+def _new_fetcher(
+    setup: WorkerSetup, dataset: Any, collate_fn: Callable[[Any], Any]
+) -> MapFetcher | IterableFetcher:
     return make_fetcher(
         dataset,
         iterable=setup.iterable,
         auto_collation=setup.auto_collation,
-        collate_fn=setup.collate_fn,
+        collate_fn=collate_fn,
         drop_last=setup.drop_last,
     )
 
 
 def _start(
-    setup: WorkerSetup, dataset: Any, *, first: bool
+    setup: WorkerSetup, dataset: Any, collate_fn: Callable[[Any], Any], *, first: bool
 ) -> tuple[MapFetcher | IterableFetcher | None, WorkerFailure | None]:
     """Run ``worker_init_fn`` (first epoch only) and create the fetcher; capture failures."""
     where = "in worker_init_fn"
@@ -193,9 +215,17 @@ def _start(
         if first and setup.init_fn is not None:
             setup.init_fn(setup.worker_id)
         where = "while calling iter(dataset)" if setup.iterable else "while starting"
-        return _new_fetcher(setup, dataset), None
+        return _new_fetcher(setup, dataset, collate_fn), None
     except Exception as err:
         return None, WorkerFailure.capture(err, setup.worker_id, where=where)
+
+
+def _state_getter(setup: WorkerSetup, dataset: Any) -> Callable[[], Any] | None:
+    """Return the IterableDataset replica's ``state_dict`` method, or None when it has none."""
+    if not setup.iterable:
+        return None
+    getter = getattr(dataset, "state_dict", None)
+    return getter if callable(getter) else None
 
 
 def _answer(
@@ -214,6 +244,20 @@ def _answer(
         return (task_id, FAILED, failure)
 
 
+def _meta(
+    setup: WorkerSetup, get_state: Callable[[], Any] | None, status: int, busy: float
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {"busy": busy}
+    if get_state is not None and status != FAILED:
+        try:
+            meta["worker_state"] = get_state()
+        except Exception as err:  # reported with the next batch instead of killing the worker
+            meta["worker_state_error"] = WorkerFailure.capture(
+                err, setup.worker_id, where="in the IterableDataset's state_dict()"
+            )
+    return meta
+
+
 def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
     """Serve tasks until told to stop or the main process is gone.
 
@@ -226,17 +270,24 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
         host: the transport and the per-worker state installer.
     """
     info = host.install(setup)
-    fetcher, failure = _start(setup, info.dataset, first=True)
+    prepare = getattr(host, "prepare_collate", None)
+    collate_fn = setup.collate_fn if prepare is None else prepare(setup.collate_fn)
+    with_meta = bool(getattr(host, "carries_meta", False))
+    get_state = _state_getter(setup, info.dataset) if with_meta else None
+    fetcher, failure = _start(setup, info.dataset, collate_fn, first=True)
+    clock = time.perf_counter
     while True:
         message = host.receive()
         if type(message) is tuple:
+            started = clock()
             task_id, index = message
             if failure is not None or fetcher is None:
-                reply: tuple[int, int, Any] = (task_id, FAILED, failure)
+                answer: tuple[int, int, Any] = (task_id, FAILED, failure)
             else:
-                reply = _answer(fetcher, setup, task_id, index)
+                answer = _answer(fetcher, setup, task_id, index)
+            meta = _meta(setup, get_state, answer[1], clock() - started) if with_meta else None
             try:
-                host.send(reply)
+                host.send((*answer, meta) if with_meta else answer)  # type: ignore[arg-type]
             except OSError:
                 return
             except Exception as err:  # the batch could not be pickled for the main process
@@ -244,14 +295,16 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
                     err, setup.worker_id, where="while sending the batch to the main process"
                 )
                 try:
-                    host.send((task_id, FAILED, unsent))
+                    host.send(
+                        (task_id, FAILED, unsent, meta) if with_meta else (task_id, FAILED, unsent)  # type: ignore[arg-type]
+                    )
                 except OSError:
                     return
-            del reply
+            del answer
         elif message == RESET:
-            fetcher, failure = _start(setup, info.dataset, first=False)
+            fetcher, failure = _start(setup, info.dataset, collate_fn, first=False)
             try:
-                host.send((-1, RESET_DONE, None))
+                host.send((-1, RESET_DONE, None, None) if with_meta else (-1, RESET_DONE, None))  # type: ignore[arg-type]
             except OSError:
                 return
         else:

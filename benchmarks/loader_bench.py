@@ -1,0 +1,468 @@
+"""Side-by-side loader benchmark: stoker.data vs torch.utils.data, SPDL and Grain.
+
+Every measurement runs in a fresh child process (so time to first batch includes starting the
+workers, and peak RSS is that child's own high-water mark), the loaders alternate within each
+repeat (their order rotates from repeat to repeat), and each cell is the median of the repeats.
+The clock starts after the library is imported and the dataset built, when the loader is
+created; samples/s counts every sample over the whole run, first batch included (time to first
+batch is its own column). SPDL and Grain are driven as their documentation shows: ``spdl.dataloader.
+get_pytorch_dataloader`` (map-style) and ``spdl.pipeline.iterate_in_subprocess`` per shard
+(iterable); ``grain.MapDataset.source(...).batch(...)`` with ``mp_prefetch`` for workers.
+
+Workloads (from the issue):
+
+* ``small``: 16 float32 values and an int label per sample, batch 256;
+* ``image``: a 3x224x224 uint8 array and an int label per sample, batch 64;
+* ``cpu``: about 0.5 ms of NumPy work per sample, batch 32;
+* ``iterable``: an IterableDataset of ``small`` samples sharded by worker, batch 256;
+* ``persistent``: ``small`` with persistent workers over 3 epochs;
+* ``memcpy``: the reference for ``image``: copying each batch's bytes once with NumPy, into one
+  destination (cache-resident) and into six rotating ones (``memcpy-6buf``, the working set of
+  two workers' slabs; a loader must not overwrite the batch the training loop holds).
+
+Usage::
+
+    python benchmarks/loader_bench.py            # full run (a few minutes on 2 cores)
+    python benchmarks/loader_bench.py --quick    # short run
+    python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
+    python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
+
+This file is not a test module (pytest collects ``test_*.py`` only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+LOADERS = ("stoker", "torch", "spdl", "grain")
+MEMCPY = ("memcpy", "memcpy-6buf")
+"""References for ``image``: one cache-resident destination, and six rotating ones."""
+SAMPLE_BYTES = {"small": 16 * 4 + 8, "image": 3 * 224 * 224 + 8, "cpu": 64 * 8 + 8}
+SAMPLE_BYTES["iterable"] = SAMPLE_BYTES["small"]
+SAMPLE_BYTES["persistent"] = SAMPLE_BYTES["small"]
+SINGLE_THREADED = dict.fromkeys(("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"), "1")
+"""BLAS stays on one thread in every child, so that workers, not BLAS, use the cores."""
+BATCH = {"small": 256, "image": 64, "cpu": 32, "iterable": 256, "persistent": 256}
+
+
+# -- datasets (module level: picklable for spawn-based peers) ------------------------------------
+class SmallData:
+    """Sample i: a view of 16 float32 values and the int label i."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.table = np.random.default_rng(0).standard_normal((n, 16), dtype=np.float32)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        return self.table[index], index
+
+
+class ImageData:
+    """Sample i: one of 8 preloaded 3x224x224 uint8 images and the int label i."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.images = np.random.default_rng(0).integers(0, 255, (8, 3, 224, 224), dtype=np.uint8)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        return self.images[index % 8], index
+
+
+class CpuData:
+    """Sample i: about 0.5 ms of NumPy work (matrix products seeded by i)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        rng = np.random.default_rng(index)
+        x = rng.standard_normal((64, 64))
+        for _ in range(30):
+            x = np.tanh(x @ x.T / 64.0)
+        return x[0].copy(), index
+
+
+def _stream_items(n: int, worker: int, workers: int) -> Iterator[tuple[Any, int]]:
+    table = np.random.default_rng(0).standard_normal((1024, 16), dtype=np.float32)
+    for index in range(worker, n, workers):
+        yield table[index % 1024], index
+
+
+def _make_stream(base: type, info_fn: Callable[[], Any]) -> Any:
+    class Stream(base):  # type: ignore[misc, valid-type]
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        def __iter__(self) -> Iterator[tuple[Any, int]]:
+            info = info_fn()
+            worker, workers = (0, 1) if info is None else (info.id, info.num_workers)
+            return _stream_items(self.n, worker, workers)
+
+    return Stream
+
+
+def _spdl_stream(n: int, worker: int, workers: int, batch: int) -> Iterator[Any]:
+    items: list[Any] = []
+    for item in _stream_items(n, worker, workers):
+        items.append(item)
+        if len(items) == batch:
+            yield np.stack([x for x, _ in items]), np.array([y for _, y in items])
+            items = []
+    if items:
+        yield np.stack([x for x, _ in items]), np.array([y for _, y in items])
+
+
+def _round_robin(iterables: list[Any]) -> Iterator[Any]:
+    iterators = [iter(it) for it in iterables]
+    while iterators:
+        for iterator in list(iterators):
+            try:
+                yield next(iterator)
+            except StopIteration:
+                iterators.remove(iterator)
+
+
+def _dataset(workload: str, n: int) -> Any:
+    if workload in ("small", "persistent"):
+        return SmallData(n)
+    if workload == "image":
+        return ImageData(n)
+    return CpuData(n)
+
+
+# -- one measurement, in a child process ---------------------------------------------------------
+def _make_dataset(loader: str, workload: str, n: int) -> Any:
+    if workload != "iterable":
+        return _dataset(workload, n)
+    if loader == "stoker":
+        import stoker.data as sd
+
+        return _make_stream(sd.IterableDataset, sd.get_worker_info)(n)
+    if loader == "torch":
+        import torch.utils.data as td
+
+        return _make_stream(td.IterableDataset, td.get_worker_info)(n)
+    return None
+
+
+def _build(
+    loader: str, workload: str, n: int, workers: int, ds: Any
+) -> tuple[Callable[[], Any], int]:
+    """Return (make an iterable over one epoch, epochs) for this loader and workload."""
+    batch = BATCH[workload]
+    persistent = workload == "persistent"
+    epochs = 3 if persistent else 1
+    if loader == "stoker":
+        import stoker.data as sd
+
+        dl = sd.DataLoader(
+            ds, batch_size=batch, num_workers=workers, persistent_workers=persistent and workers > 0
+        )
+        return (lambda: dl), epochs
+    if loader == "torch":
+        import torch.utils.data as td
+
+        tl = td.DataLoader(
+            ds, batch_size=batch, num_workers=workers, persistent_workers=persistent and workers > 0
+        )
+        return (lambda: tl), epochs
+    if loader == "spdl":
+        if workload == "iterable":
+            from functools import partial
+
+            from spdl.pipeline import iterate_in_subprocess
+
+            if workers == 0:
+                return (lambda: _spdl_stream(n, 0, 1, batch)), epochs
+            sources = [
+                iterate_in_subprocess(partial(_spdl_stream, n, w, workers, batch))
+                for w in range(workers)
+            ]
+            return (lambda: _round_robin(sources)), epochs
+        from spdl.dataloader import get_pytorch_dataloader
+
+        if workers == 0:
+            raise NotImplementedError("spdl's PyTorch-style loader needs num_workers >= 1")
+        sl = get_pytorch_dataloader(ds, batch_size=batch, num_workers=workers)
+        return (lambda: sl), epochs
+    if loader == "grain":
+        if workload == "iterable":
+            raise NotImplementedError("grain has no IterableDataset source with workers")
+        import grain
+
+        dataset = grain.MapDataset.source(ds).batch(batch)
+        if workers == 0:
+            return (lambda: dataset), epochs
+        options = grain.multiprocessing.MultiprocessingOptions(num_workers=workers)
+        return (lambda: dataset.to_iter_dataset().mp_prefetch(options)), epochs
+    raise ValueError(loader)
+
+
+def _count(batch: Any) -> int:
+    first = batch[0] if isinstance(batch, (list, tuple)) else batch
+    return len(first)
+
+
+def _import(loader: str) -> None:
+    """Import the loader's library before the clock starts (imports are not loading)."""
+    modules = {
+        "stoker": ["stoker.data"],
+        "torch": ["torch.utils.data"],
+        "spdl": ["spdl.dataloader", "spdl.pipeline"],
+        "grain": ["grain"],
+    }[loader]
+    for module in modules:
+        __import__(module)
+
+
+def child(loader: str, workload: str, n: int, workers: int) -> dict[str, Any]:
+    """Run one measurement and return its numbers (the clock starts at loader creation)."""
+    _import(loader)
+    ds = _make_dataset(loader, workload, n)
+    started = time.perf_counter()
+    make, epochs = _build(loader, workload, n, workers, ds)
+    samples = 0
+    first = None
+    first_samples = 0
+    for _ in range(epochs):
+        for batch in make():
+            samples += _count(batch)
+            if first is None:
+                first = time.perf_counter() - started
+                first_samples = samples
+            del batch
+    elapsed = time.perf_counter() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    # over the whole run, first batch included: a loader that works ahead before its first
+    # batch (thread pools, large prefetch) gets no credit for work done before the clock's
+    # "steady state" would start
+    del first_samples
+    return {"samples": samples, "seconds": elapsed, "ttfb": first, "rss": rss}
+
+
+def memcpy_reference(n: int, buffers: int = 1) -> dict[str, Any]:
+    """Copy each image batch's bytes once (64 images into a batch buffer): the upper bound.
+
+    With ``buffers=1`` the one destination stays in the CPU cache; a loader cannot do that,
+    since the training loop still holds the previous batch while the next one is written, so
+    ``buffers=6`` (the slabs two stoker workers cycle through) is the like-for-like reference.
+    """
+    data = ImageData(n)
+    outs = [np.empty((64, 3, 224, 224), np.uint8) for _ in range(buffers)]
+    started = time.perf_counter()
+    samples = 0
+    for number, start in enumerate(range(0, n, 64)):
+        out = outs[number % buffers]
+        for row in range(64):
+            out[row] = data.images[(start + row) % 8]
+        samples += 64
+    elapsed = time.perf_counter() - started
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"samples": samples, "seconds": elapsed, "ttfb": 0.0, "rss": rss}
+
+
+def _run_child(args: list[str], timeout: float) -> dict[str, Any] | None:
+    command = [sys.executable, __file__, "--child", *args]
+    env = {**os.environ, **SINGLE_THREADED}
+    try:
+        done = subprocess.run(
+            command, capture_output=True, text=True, timeout=timeout, check=False, env=env
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": "timeout"}
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            return result
+    tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+    return {"error": tail[:120]}
+
+
+def _cells(quick: bool) -> list[tuple[str, int, int]]:
+    scale = 1 if quick else 4
+    sizes = {
+        "small": 256 * 100 * scale,
+        "image": 64 * 25 * scale,
+        "cpu": 32 * 10 * scale,
+        "iterable": 256 * 100 * scale,
+        "persistent": 256 * 40 * scale,
+    }
+    cells = []
+    for workload in ("small", "image", "cpu", "iterable", "persistent"):
+        counts = (0, 2, 4) if workload == "cpu" else (0, 2)
+        if workload == "persistent":
+            counts = (2,)
+        cells.extend((workload, workers, sizes[workload]) for workers in counts)
+    return cells
+
+
+def _median(runs: list[dict[str, Any]], key: str) -> float:
+    return statistics.median(run[key] for run in runs)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the benchmark and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="short run")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--loaders", default=",".join(LOADERS))
+    parser.add_argument("--only", default="", help="comma-separated workloads to run")
+    parser.add_argument("--child", nargs=4, metavar=("LOADER", "WORKLOAD", "N", "WORKERS"))
+    parser.add_argument("--rss", action="store_true", help="stoker RSS over 10 epochs")
+    parser.add_argument("--transport", action="store_true", help="pipe vs slab by size")
+    args = parser.parse_args(argv)
+    if args.child:
+        loader, workload, n, workers = args.child
+        if loader.startswith("memcpy"):
+            buffers = int(loader.removeprefix("memcpy").strip("-").removesuffix("buf") or 1)
+            print(json.dumps(memcpy_reference(int(n), buffers)))
+        else:
+            print(json.dumps(child(loader, workload, int(n), int(workers))))
+        return
+    if args.rss:
+        rss_over_epochs()
+        return
+    if args.transport:
+        transport_sweep()
+        return
+    loaders = [name for name in args.loaders.split(",") if name]
+    cells = _cells(args.quick)
+    if args.only:
+        cells = [cell for cell in cells if cell[0] in args.only.split(",")]
+    results: dict[tuple[str, str, int], list[dict[str, Any]]] = {}
+    for repeat in range(args.repeats):
+        order = loaders[repeat % len(loaders) :] + loaders[: repeat % len(loaders)]
+        for workload, workers, n in cells:
+            for loader in order:
+                result = _run_child([loader, workload, str(n), str(workers)], timeout=300)
+                results.setdefault((workload, loader, workers), []).append(result or {})
+            if workload == "image" and workers == 0:
+                for name in MEMCPY:
+                    result = _run_child([name, workload, str(n), "0"], timeout=120)
+                    results.setdefault((workload, name, 0), []).append(result or {})
+        print(f"repeat {repeat + 1}/{args.repeats} done", file=sys.stderr, flush=True)
+    _print_table(results, cells, loaders)
+
+
+def _print_table(
+    results: dict[tuple[str, str, int], list[dict[str, Any]]],
+    cells: list[tuple[str, int, int]],
+    loaders: list[str],
+) -> None:
+    header = (
+        "| workload | workers | loader | samples/s | MB/s | first batch (ms) | peak RSS (MB) "
+        "| x torch (samples/s) | x torch (first batch) |"
+    )
+    print(header)
+    print("|" + "---|" * 9)
+    for workload, workers, _ in cells:
+        names = [*loaders, *MEMCPY] if workload == "image" and workers == 0 else loaders
+        torch_runs = [r for r in results.get((workload, "torch", workers), []) if "error" not in r]
+        torch_rate = (
+            _median([{"r": r["samples"] / r["seconds"]} for r in torch_runs], "r")
+            if torch_runs
+            else None
+        )
+        torch_ttfb = _median(torch_runs, "ttfb") if torch_runs else None
+        for loader in names:
+            runs = results.get((workload, loader, 0 if loader in MEMCPY else workers), [])
+            good = [r for r in runs if "error" not in r]
+            if not good:
+                why = runs[0].get("error", "not run") if runs else "not run"
+                print(f"| {workload} | {workers} | {loader} | n/a ({why}) | | | | | |")
+                continue
+            rate = statistics.median(r["samples"] / r["seconds"] for r in good)
+            ttfb = _median(good, "ttfb")
+            rss = _median(good, "rss") / 2**20
+            mbps = rate * SAMPLE_BYTES.get(workload, 0) / 1e6
+            ratio = f"{rate / torch_rate:.2f}" if torch_rate else ""
+            ttfb_ratio = f"{ttfb / torch_ttfb:.2f}" if torch_ttfb and loader not in MEMCPY else ""
+            print(
+                f"| {workload} | {workers} | {loader} | {rate:,.0f} | {mbps:,.1f} | "
+                f"{ttfb * 1e3:.1f} | {rss:.0f} | {ratio} | {ttfb_ratio} |"
+            )
+
+
+def rss_over_epochs(epochs: int = 10) -> None:
+    """Print stoker's main-process RSS after each of ``epochs`` epochs (persistent workers)."""
+    import stoker.data as sd
+
+    for workload in ("small", "image"):
+        loader = sd.DataLoader(
+            _dataset(workload, BATCH[workload] * 100),
+            batch_size=BATCH[workload],
+            num_workers=2,
+            persistent_workers=True,
+        )
+        sizes = []
+        for _ in range(epochs):
+            for batch in loader:
+                del batch
+            with open("/proc/self/statm", encoding="ascii") as statm:
+                sizes.append(int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE"))
+        loader.close()
+        growth = (sizes[-1] - sizes[0]) / sizes[0] * 100
+        mib = ", ".join(f"{size / 2**20:.0f}" for size in sizes)
+        print(f"{workload}: RSS MiB per epoch [{mib}]; epoch 10 vs 1: {growth:+.1f}%")
+
+
+def transport_sweep() -> None:
+    """Print batches/s for pipe-only and slab-only transport by batch size (2 fork workers)."""
+    import stoker.data as sd
+    from stoker.data import _slabs
+
+    for kib in (4, 16, 32, 64, 256, 1024, 4096):
+        rates = {}
+        for mode, threshold in (("pipe", 1 << 62), ("slab", 0)):
+            _slabs.SLAB_THRESHOLD = threshold
+            count = 400
+            best = 0.0
+            for _ in range(3):
+                ds = _Blob(count * 64, kib * 1024 // 64)
+                loader = sd.DataLoader(ds, batch_size=64, num_workers=2)
+                iterator = iter(loader)
+                next(iterator)
+                started = time.perf_counter()
+                seen = sum(1 for _ in iterator)
+                best = max(best, seen / (time.perf_counter() - started))
+            rates[mode] = best
+        print(
+            f"{kib:5d} KiB batch: pipe {rates['pipe']:8,.0f}/s  slab {rates['slab']:8,.0f}/s  "
+            f"slab/pipe {rates['slab'] / rates['pipe']:.2f}"
+        )
+
+
+class _Blob:
+    def __init__(self, n: int, nbytes: int) -> None:
+        self.n = n
+        self.x = np.ones(nbytes, dtype=np.uint8)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> Any:
+        return self.x
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,168 @@
+"""Shared-memory segments for batch slabs: create, map, unlink, and sweep up orphans.
+
+A *segment* is one file in ``/dev/shm`` named ``stoker-data-<main pid>-<worker pid>-<serial>``.
+A worker creates it (:func:`create_segment`), reserving every page up front with
+``posix_fallocate`` so that a full ``/dev/shm`` raises :class:`SharedMemoryFullError` at once
+instead of a bus error on first touch, and maps it. The main process maps it once
+(:func:`map_segment`) and unlinks the name right away: from then on the memory lives only as
+long as the two mappings, and nothing is left behind whichever process dies.
+
+The name exists only between the worker's create and the main process's map. Three clean-ups
+cover that window: the worker unlinks its own names when it exits (:func:`unlink_segments`),
+the main process unlinks a dead or stopped worker's names, and every new pool removes names
+whose main and worker processes are both gone (:func:`sweep_orphans`), which covers both being
+killed at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import mmap
+import os
+
+__all__ = [
+    "SEGMENT_PREFIX",
+    "SHM_DIR",
+    "SharedMemoryFullError",
+    "create_segment",
+    "map_segment",
+    "segment_name",
+    "shm_free_bytes",
+    "sweep_orphans",
+    "unlink_segments",
+]
+
+SHM_DIR = "/dev/shm"
+"""Where POSIX shared memory lives on Linux."""
+
+SEGMENT_PREFIX = "stoker-data-"
+"""The start of every segment name this module creates."""
+
+
+class SharedMemoryFullError(RuntimeError):
+    """``/dev/shm`` has no room for a slab; raised instead of a bus error."""
+
+
+def segment_name(main_pid: int, worker_pid: int, serial: int) -> str:
+    """Return the name of a worker's ``serial``-th segment (a file name in :data:`SHM_DIR`)."""
+    return f"{SEGMENT_PREFIX}{main_pid}-{worker_pid}-{serial}"
+
+
+def shm_free_bytes(directory: str = SHM_DIR) -> int:
+    """Return the bytes an unprivileged process may still allocate in ``directory``."""
+    stats = os.statvfs(directory)
+    return stats.f_bavail * stats.f_frsize
+
+
+def _full_error(size: int, free: int, directory: str) -> SharedMemoryFullError:
+    return SharedMemoryFullError(
+        f"shared memory slab size must fit in {directory}, got a request for {size} bytes with "
+        f"{free} bytes free; enlarge {directory} (docker: --shm-size=2g; or mount -o "
+        "remount,size=4G /dev/shm), use smaller batches or fewer workers, or pass "
+        "worker_type='thread'"
+    )
+
+
+def create_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
+    """Create segment ``name`` of ``size`` bytes with every page reserved, and map it.
+
+    Raises:
+        SharedMemoryFullError: when ``directory`` has less than ``size`` bytes free (checked
+            before touching memory, then again by ``posix_fallocate``).
+        OSError: for any other failure to create or map the file.
+    """
+    free = shm_free_bytes(directory)
+    if size > free:
+        raise _full_error(size, free, directory)
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, size)
+            return mmap.mmap(fd, size)
+        except OSError as err:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+            if err.errno in (errno.ENOSPC, errno.ENOMEM, errno.EFBIG):
+                raise _full_error(size, shm_free_bytes(directory), directory) from err
+            raise
+    finally:
+        os.close(fd)
+
+
+def map_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
+    """Map the existing segment ``name`` and unlink its name (the mapping keeps the memory)."""
+    path = os.path.join(directory, name)
+    fd = os.open(path, os.O_RDWR)
+    try:
+        mapping = mmap.mmap(fd, size)
+    finally:
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+    return mapping
+
+
+def unlink_segments(main_pid: int, worker_pid: int | None = None, directory: str = SHM_DIR) -> int:
+    """Unlink the names of ``main_pid``'s segments (only ``worker_pid``'s when given).
+
+    Returns:
+        How many names were removed.
+    """
+    prefix = f"{SEGMENT_PREFIX}{main_pid}-"
+    if worker_pid is not None:
+        prefix += f"{worker_pid}-"
+    removed = 0
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return 0
+    for entry in entries:
+        if entry.startswith(prefix):
+            with contextlib.suppress(OSError):
+                os.unlink(os.path.join(directory, entry))
+                removed += 1
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rsplit(b")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return False
+    except (OSError, IndexError):
+        return True  # cannot tell: assume alive, never remove a live process's memory
+    return state not in (b"Z", b"X")
+
+
+def sweep_orphans(directory: str = SHM_DIR) -> int:
+    """Unlink this user's segment names whose main and worker processes have both ended.
+
+    Returns:
+        How many names were removed.
+    """
+    removed = 0
+    uid = os.getuid()
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return 0
+    for entry in entries:
+        if not entry.startswith(SEGMENT_PREFIX):
+            continue
+        parts = entry[len(SEGMENT_PREFIX) :].split("-")
+        if len(parts) != 3 or not all(part.isdigit() for part in parts):
+            continue
+        path = os.path.join(directory, entry)
+        try:
+            if os.stat(path).st_uid != uid:
+                continue
+        except OSError:
+            continue
+        if not _alive(int(parts[0])) and not _alive(int(parts[1])):
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                removed += 1
+    return removed

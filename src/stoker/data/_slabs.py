@@ -1,0 +1,323 @@
+"""Batch slabs: a worker collates into reusable shared memory; the main process maps views.
+
+Each process worker owns a small pool of *slabs*, one shared-memory segment each (see
+:mod:`stoker.data._shm`). How a batch travels is chosen per batch by its size:
+
+* **small** (NumPy arrays under :data:`SLAB_THRESHOLD` bytes in all): the reply is pickled and
+  its bytes go through the worker's result pipe, as with no slabs at all;
+* **large**: the worker collates straight into a free slab (``default_collate`` stacks each
+  array leaf into slab memory with :func:`~stoker.data._collate.stack_arrays`; a custom
+  ``collate_fn``'s arrays are copied in once), and the reply is pickled with every array leaf
+  replaced by a *persistent id* ``("a", slab, name, size, offset, dtype, shape)``. Only that
+  small descriptor (plus the batch's other leaves) crosses the pipe.
+
+In the main process :class:`SlabReader` unpickles the reply; each persistent id becomes a NumPy
+view on the slab's mapping (no copy). All views of one batch share one base buffer object,
+and a :func:`weakref.finalize` on it puts the slab id on a release queue once the last view is
+freed; the next task sent to that worker carries the released ids, and the worker reuses the
+slabs. When the user keeps batches alive, the worker finds no free slab and creates another: the
+pool grows to what the user holds. When batches outgrow the slabs, new slabs are made larger
+and the small ones retired (the main process drops its mapping when told, in the reply's meta).
+The threshold comes from ``benchmarks/loader_bench.py --transport`` on a 2-core machine.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import io
+import mmap
+import os
+import pickle
+import weakref
+from collections import deque
+from collections.abc import Sequence
+from multiprocessing.reduction import ForkingPickler
+from typing import Any
+
+import numpy as np
+
+from stoker.data._collate import collate, default_collate_fn_map, stack_arrays
+from stoker.data._shm import SHM_DIR, create_segment, map_segment, segment_name
+from stoker.data._worker import BATCH, Reply
+
+__all__ = ["SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
+
+SLAB_THRESHOLD = 32 * 1024
+"""Array bytes in a batch from which it travels in a slab instead of the pipe."""
+
+_SLAB_MARK = b"S"  # inline pickles start with the PROTO opcode, 0x80
+_ALIGN = 64
+_GRANULE = 1 << 16
+_NUMERIC = frozenset("biufcmM")
+
+
+def _round_up(size: int, granule: int) -> int:
+    return -(-size // granule) * granule
+
+
+def _array_bytes(obj: Any, depth: int) -> int:
+    """Estimate the bytes of the NumPy arrays in a batch (containers up to 4 levels deep)."""
+    if type(obj) is np.ndarray:
+        return int(obj.nbytes)
+    if depth > 4:
+        return 0
+    if isinstance(obj, dict):
+        return sum(_array_bytes(value, depth + 1) for value in obj.values())
+    if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (str, bytes)):
+        return sum(_array_bytes(value, depth + 1) for value in obj[:64])
+    return 0
+
+
+class _Slab:
+    __slots__ = ("announced", "array", "id", "mapping", "name", "size")
+
+    def __init__(self, slab_id: int, name: str, size: int, mapping: mmap.mmap) -> None:
+        self.id = slab_id
+        self.name = name
+        self.size = size
+        self.mapping = mapping
+        self.array: np.ndarray[Any, np.dtype[np.uint8]] = np.frombuffer(mapping, dtype=np.uint8)
+        self.announced = False
+
+
+class SlabWriter:
+    """The worker side: owns the slabs, places arrays in them, pickles replies."""
+
+    def __init__(
+        self, main_pid: int, threshold: int | None = None, directory: str = SHM_DIR
+    ) -> None:
+        """Create an empty pool for a worker of main process ``main_pid``.
+
+        Args:
+            main_pid: the main process's pid (part of every segment name).
+            threshold: pickled size from which batches use slabs (default
+                :data:`SLAB_THRESHOLD`).
+            directory: where segments are created.
+        """
+        self.main_pid = main_pid
+        self.threshold = SLAB_THRESHOLD if threshold is None else threshold
+        self.directory = directory
+        self.slabs: dict[int, _Slab] = {}
+        self.free: list[int] = []
+        self.slab_size = 0
+        self.large = False
+        self._serial = 0
+        self._current: _Slab | None = None
+        self._offset = 0
+        self._placed: dict[int, tuple[int, np.ndarray[Any, Any]]] = {}
+        self._needed = 0
+        self._retired: list[int] = []
+        self._fn_map = {**default_collate_fn_map, np.ndarray: self._stack}
+
+    # -- slab bookkeeping ------------------------------------------------------------------
+    def release(self, slab_ids: Sequence[int]) -> None:
+        """Take back slabs the main process no longer uses (retire those that are too small)."""
+        for slab_id in slab_ids:
+            slab = self.slabs.get(slab_id)
+            if slab is None:
+                continue
+            if slab.size < self.slab_size:
+                del self.slabs[slab_id]
+                self._retired.append(slab_id)
+            else:
+                self.free.append(slab_id)
+
+    def _acquire(self) -> _Slab:
+        while self.free:
+            slab = self.slabs[self.free.pop()]
+            if slab.size >= self.slab_size:
+                return slab
+            del self.slabs[slab.id]
+            self._retired.append(slab.id)
+        self._serial += 1
+        name = segment_name(self.main_pid, os.getpid(), self._serial)
+        mapping = create_segment(name, self.slab_size, self.directory)
+        slab = _Slab(self._serial, name, self.slab_size, mapping)
+        self.slabs[slab.id] = slab
+        return slab
+
+    def alloc(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray[Any, Any] | None:
+        """Return an uninitialised array in the current slab, or None (small batch, no room)."""
+        if not self.large:
+            return None
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        start = _round_up(self._offset, _ALIGN)
+        self._needed = max(self._needed, start) + nbytes
+        if nbytes == 0:
+            return None
+        if self._current is None:
+            if self.slab_size == 0:
+                return None
+            self._current = self._acquire()
+        if start + nbytes > self._current.size:
+            return None
+        view = self._current.array[start : start + nbytes].view(dtype).reshape(shape)
+        self._offset = start + nbytes
+        self._placed[id(view)] = (start, view)
+        return view
+
+    def _stack(self, batch: Sequence[Any], *, collate_fn_map: Any = None) -> Any:
+        first = batch[0]
+        dtype = first.dtype
+        if self.large and dtype.kind in _NUMERIC and dtype.isbuiltin:
+            shape = first.shape
+            if all(type(item) is np.ndarray and item.dtype is dtype for item in batch):
+                out = self.alloc((len(batch), *shape), dtype)
+                if out is not None:
+                    return stack_arrays(batch, out=out)
+        return stack_arrays(batch)
+
+    def collate(self, batch: Sequence[Any]) -> Any:
+        """``default_collate`` that stacks array leaves straight into the current slab."""
+        return collate(batch, collate_fn_map=self._fn_map)
+
+    # -- pickling -----------------------------------------------------------------------------
+    def _persistent_id(self, obj: Any) -> Any:
+        if type(obj) is not np.ndarray:
+            return None
+        entry = self._placed.get(id(obj))
+        if entry is not None and entry[1] is obj:
+            offset = entry[0]
+        else:
+            dtype = obj.dtype
+            if dtype.kind not in _NUMERIC or not dtype.isbuiltin:
+                return None
+            view = self.alloc(obj.shape, dtype)
+            if view is None:
+                return None
+            np.copyto(view, obj)
+            offset = self._placed[id(view)][0]
+        slab = self._current
+        if slab is None:  # pragma: no cover - alloc always sets it
+            return None
+        name = None if slab.announced else slab.name
+        return ("a", slab.id, name, slab.size, offset, obj.dtype.str, obj.shape)
+
+    def encode(self, reply: Reply) -> bytes | memoryview:
+        """Pickle ``reply`` for the pipe, moving a large batch's arrays into a slab."""
+        try:
+            if reply[1] != BATCH:
+                return self._dumps(reply)
+            if not self.large:
+                size = _array_bytes(reply[2], 0)
+                if size < self.threshold:
+                    return self._dumps(reply)
+                self.large = True
+                self.slab_size = max(self.slab_size, _round_up(size * 9 // 8 + 4096, _GRANULE))
+            return self._encode_large(reply)
+        finally:
+            self._finish_batch()
+
+    def _dumps(self, reply: Reply) -> bytes | memoryview:
+        meta = reply[3]
+        if self._retired and meta is not None:
+            meta["retired"] = self._retired
+            self._retired = []
+        return ForkingPickler.dumps(reply)
+
+    def _encode_large(self, reply: Reply) -> bytes | memoryview:
+        meta = reply[3]
+        if self._retired and meta is not None:
+            meta["retired"] = self._retired
+            self._retired = []
+        buffer = io.BytesIO()
+        buffer.write(_SLAB_MARK)
+        pickler = ForkingPickler(buffer, pickle.HIGHEST_PROTOCOL)
+        pickler.persistent_id = self._persistent_id  # type: ignore[method-assign]
+        pickler.dump(reply)
+        slab = self._current
+        if slab is not None:
+            slab.announced = True
+            self._current = None  # in use until the main process releases it
+        if self._needed > self.slab_size:
+            self.slab_size = _round_up(self._needed * 9 // 8, _GRANULE)
+        elif self._needed * 4 < self.threshold:
+            self.large = False
+        return buffer.getbuffer()
+
+    def _finish_batch(self) -> None:
+        if self._current is not None:  # a failed fetch or send: the slab was never handed out
+            self.free.append(self._current.id)
+            self._current = None
+        self._placed.clear()
+        self._offset = 0
+        self._needed = 0
+
+    def close(self) -> None:
+        """Drop this worker's mappings (the memory goes once the main process drops its own)."""
+        self.slabs.clear()
+        self.free.clear()
+
+
+class SlabReader:
+    """The main side for one worker: maps its slabs, unpickles replies into views."""
+
+    def __init__(self) -> None:
+        """Start with no slab mapped."""
+        self.released: deque[int] = deque()
+        self.in_use: set[int] = set()
+        self.bytes_in_slabs = 0
+        self._mappings: dict[int, tuple[mmap.mmap, type[ctypes.Array[ctypes.c_char]]]] = {}
+        self._bases: dict[int, Any] = {}
+
+    def _release(self, slab_id: int) -> None:
+        self.in_use.discard(slab_id)
+        self.released.append(slab_id)
+
+    def take_released(self) -> tuple[int, ...]:
+        """Return and forget the ids of slabs freed since the last call."""
+        released = self.released
+        return tuple(released.popleft() for _ in range(len(released)))
+
+    def _persistent_load(self, pid: Any) -> Any:
+        _, slab_id, name, size, offset, dtype_str, shape = pid
+        base = self._bases.get(slab_id)
+        if base is None:
+            known = self._mappings.get(slab_id)
+            if known is None:
+                if name is None:
+                    raise RuntimeError(f"worker sent slab {slab_id} before announcing it")
+                mapping = map_segment(name, size)
+                buffer_type = type("SlabBuffer", (ctypes.c_char * size,), {})
+                known = (mapping, buffer_type)
+                self._mappings[slab_id] = known
+            base = known[1].from_buffer(known[0])
+            self._bases[slab_id] = base
+            finalizer = weakref.finalize(base, self._release, slab_id)
+            finalizer.atexit = False
+            self.in_use.add(slab_id)
+        dtype = np.dtype(dtype_str)
+        count = 1
+        for extent in shape:
+            count *= extent
+        self.bytes_in_slabs += count * dtype.itemsize
+        view = np.frombuffer(base, dtype=dtype, count=count, offset=offset)  # type: ignore[arg-type]
+        return view.reshape(shape)
+
+    def decode(self, data: bytes | memoryview) -> Reply:
+        """Unpickle one reply from the worker, mapping slab arrays as views."""
+        if data[0] != _SLAB_MARK[0]:
+            plain: Reply = pickle.loads(data)
+            if plain[3] is not None and "retired" in plain[3]:
+                self._retire(plain[3].pop("retired"))
+            return plain
+        stream = io.BytesIO(data)
+        stream.seek(1)
+        unpickler = pickle.Unpickler(stream)
+        unpickler.persistent_load = self._persistent_load  # type: ignore[method-assign]
+        try:
+            reply: Reply = unpickler.load()
+        finally:
+            self._bases.clear()
+        meta = reply[3]
+        if meta is not None and "retired" in meta:
+            self._retire(meta.pop("retired"))
+        return reply
+
+    def _retire(self, slab_ids: list[int]) -> None:
+        for slab_id in slab_ids:
+            self._mappings.pop(slab_id, None)
+
+    def close(self) -> None:
+        """Forget every mapping (live batches keep theirs until freed)."""
+        self._mappings.clear()

@@ -1,0 +1,185 @@
+"""Thread transport: runs the one worker loop in threads of the main process.
+
+``DataLoader(..., worker_type="thread")`` starts ``num_workers`` daemon threads, each running
+:func:`~stoker.data._worker.worker_loop` with a :class:`ThreadHost`. Tasks reach a thread
+through its own :class:`queue.Queue`; replies come back on one shared queue as
+``(worker_id, reply)``. Batches are handed over as objects: no pickling, no copy, no shared
+memory. The dispatching, ordering and failure handling are the process transport's, so the
+batches and their order are the same as with processes.
+
+Differences from process workers, all because threads share one process:
+
+* each thread gets a shallow copy of the dataset (:func:`copy.copy`; the dataset itself when it
+  cannot be copied): attributes a worker sets (in ``worker_init_fn``, or an IterableDataset's
+  position) stay its own, as with processes, while the objects they point to (arrays, files)
+  are shared, not duplicated;
+* process-wide generators are not reseeded: ``WorkerInfo.rng`` holds this worker's own
+  ``random.Random`` and ``numpy.random.Generator`` (keys ``"random"`` and ``"numpy"``), both
+  seeded with ``WorkerInfo.seed``;
+* a thread cannot be killed: :meth:`ThreadPool.shutdown` asks each to stop and waits a bounded
+  time; a thread stuck in ``__getitem__`` is left to finish as a daemon;
+* CPU-bound pure-Python ``__getitem__`` code holds the GIL, so threads help when the work
+  releases it (NumPy, decoding, file and network I/O).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import os
+import queue
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from stoker.data._worker import (
+    STOP,
+    Reply,
+    WorkerInfo,
+    WorkerSetup,
+    set_thread_worker_info,
+    worker_loop,
+)
+
+__all__ = ["ThreadHost", "ThreadPool"]
+
+_STOP_GRACE = 1.0
+_ENDED = -2  # status of the pseudo-reply a thread leaves when its loop returns
+
+
+class ThreadHost:
+    """The worker side of the thread transport (see :class:`~stoker.data._worker.WorkerHost`)."""
+
+    worker_method = "threading"
+    carries_meta = True
+
+    def __init__(self, worker_id: int, tasks: queue.Queue[Any], results: queue.Queue[Any]) -> None:
+        self._worker_id = worker_id
+        self._tasks = tasks
+        self._results = results
+
+    def install(self, setup: WorkerSetup) -> WorkerInfo:
+        """Give this thread its own generators and make ``get_worker_info()`` answer."""
+        seed = setup.base_seed + setup.worker_id
+        rng = {"random": random.Random(seed), "numpy": np.random.default_rng(seed)}
+        info = WorkerInfo(
+            id=setup.worker_id,
+            num_workers=setup.num_workers,
+            seed=seed,
+            dataset=setup.dataset,
+            rng=rng,
+            worker_method=self.worker_method,
+        )
+        set_thread_worker_info(info)
+        return info
+
+    def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """Keep ``collate_fn``: batches are handed over as objects."""
+        return collate_fn
+
+    def receive(self) -> Any:
+        """Return the next message (blocks; the pool always ends with STOP)."""
+        return self._tasks.get()
+
+    def send(self, message: Reply) -> None:
+        """Hand ``message`` to the main thread."""
+        self._results.put((self._worker_id, message))
+
+
+def _thread_main(setup: WorkerSetup, host: ThreadHost, results: queue.Queue[Any]) -> None:
+    try:
+        worker_loop(setup, host)
+    finally:
+        set_thread_worker_info(None)
+        results.put((setup.worker_id, (-1, _ENDED, None, None)))
+
+
+def _own_copy(dataset: Any) -> Any:
+    try:
+        return copy.copy(dataset)
+    except Exception:  # an uncopyable dataset is shared as it is
+        return dataset
+
+
+class ThreadPool:
+    """The main side of the thread transport: one thread and task queue per worker."""
+
+    def __init__(self, setups: list[WorkerSetup]) -> None:
+        """Start one daemon thread per setup."""
+        self._results: queue.Queue[Any] = queue.Queue()
+        self._tasks: list[queue.Queue[Any]] = []
+        self.threads: list[threading.Thread] = []
+        self._stopping = False
+        self._ended: set[int] = set()
+        self.closed = False
+        self.bytes_inline = 0
+        self.bytes_in_slabs = 0
+        self.slabs_in_use = 0
+        for shared in setups:
+            setup = dataclasses.replace(shared, dataset=_own_copy(shared.dataset))
+            tasks: queue.Queue[Any] = queue.Queue()
+            host = ThreadHost(setup.worker_id, tasks, self._results)
+            thread = threading.Thread(
+                target=_thread_main,
+                args=(setup, host, self._results),
+                name=f"stoker-data-worker-{setup.worker_id}",
+                daemon=True,
+            )
+            self._tasks.append(tasks)
+            self.threads.append(thread)
+            thread.start()
+
+    @property
+    def pids(self) -> list[int]:
+        """The process id (this process) once per worker."""
+        return [os.getpid()] * len(self.threads)
+
+    def send(self, worker_id: int, message: Any) -> None:
+        """Queue ``message`` for worker thread ``worker_id``."""
+        self._tasks[worker_id].put(message)
+
+    def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
+        """Wait up to ``timeout`` seconds for replies; report threads that ended on their own."""
+        replies: list[tuple[int, Any]] = []
+        try:
+            item = self._results.get(timeout=max(timeout, 0.0))
+        except queue.Empty:
+            return replies, []
+        items = [item]
+        with contextlib.suppress(queue.Empty):
+            while True:
+                items.append(self._results.get_nowait())
+        dead = []
+        for worker_id, reply in items:
+            if reply[1] == _ENDED:
+                self._ended.add(worker_id)
+                if not self._stopping:
+                    dead.append(worker_id)
+            else:
+                replies.append((worker_id, reply))
+        return replies, dead
+
+    def describe(self, worker_id: int) -> str:
+        """Name a worker thread and say how it ended."""
+        thread = self.threads[worker_id]
+        state = "is running" if thread.is_alive() else "ended (an exception escaped its loop)"
+        return f"worker {worker_id} (thread {thread.name} in pid {os.getpid()}) {state}"
+
+    def shutdown(self, grace: float = _STOP_GRACE) -> None:
+        """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent."""
+        if self.closed:
+            return
+        self.closed = True
+        self._stopping = True
+        for tasks in self._tasks:
+            tasks.put(STOP)
+        deadline = time.monotonic() + grace
+        current = threading.current_thread()
+        for thread in self.threads:
+            if thread is not current:
+                thread.join(timeout=max(0.0, deadline - time.monotonic()))

@@ -1,0 +1,179 @@
+"""Shared-memory slabs with real worker processes: correctness, reuse, leaks, signals, start-up."""
+
+from __future__ import annotations
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from data_workers_helpers import RangeDataset, wait_all_gone
+
+from stoker.data import DataLoader
+from stoker.data import _shm as shm_module
+from stoker.data._shm import SharedMemoryFullError
+
+pytestmark = [
+    pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm"),
+    pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
+]
+
+WIDE = 4096  # float64 values per sample: 32 KiB, so a batch of 8 travels in a slab
+HERE = Path(__file__).resolve().parent
+
+
+def _segments(main_pid: int, worker_pid: int | None = None) -> list[str]:
+    prefix = f"stoker-data-{main_pid}-" + ("" if worker_pid is None else f"{worker_pid}-")
+    return [name for name in os.listdir("/dev/shm") if name.startswith(prefix)]
+
+
+def _wait_no_segments(main_pid: int, worker_pid: int | None = None, within: float = 10) -> list:
+    deadline = time.monotonic() + within
+    left = _segments(main_pid, worker_pid)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _segments(main_pid, worker_pid)
+    return left
+
+
+def _expected(n: int, batch_size: int) -> list[list[Any]]:
+    return [
+        [np.asarray(p).tolist() for p in b] for b in DataLoader(RangeDataset(n, WIDE), batch_size)
+    ]
+
+
+@pytest.mark.parametrize("start_method", ["fork", "spawn", "forkserver"])
+def test_large_batches_come_through_slabs_equal_to_in_process(start_method: str) -> None:
+    """Large batches equal num_workers=0's, arrive as views on slabs, and nothing is left behind."""
+    loader = DataLoader(
+        RangeDataset(40, WIDE), batch_size=8, num_workers=2, multiprocessing_context=start_method
+    )
+    got = [[np.asarray(p).tolist() for p in batch] for batch in loader]
+    assert got == _expected(40, 8)
+    stats = loader.stats()
+    assert stats["bytes_in_slabs"] >= 4 * 8 * WIDE * 8  # later batches used slabs
+    assert stats["batches_served"] == 5
+    assert _segments(os.getpid()) == []
+
+
+def test_kept_batches_stay_intact_and_slabs_come_back_when_freed() -> None:
+    """Holding every batch grows the pool without overwriting; freeing them returns the slabs."""
+    loader = DataLoader(
+        RangeDataset(96, WIDE), batch_size=8, num_workers=2, persistent_workers=True
+    )
+    kept = list(loader)
+    assert [float(b[0][0, 0]) for b in kept] == [8.0 * i for i in range(12)]
+    for i, (values, labels) in enumerate(kept):
+        assert np.all(values == np.arange(8 * i, 8 * i + 8)[:, None])
+        assert labels.tolist() == list(range(8 * i, 8 * i + 8))
+    held = loader.stats()["slabs_in_use"]
+    assert held >= 10
+    del kept, values, labels
+    gc.collect()
+    assert loader.stats()["slabs_in_use"] == 0
+    again = list(loader)  # the freed slabs are reused for the next epoch
+    assert [float(b[0][0, 0]) for b in again] == [8.0 * i for i in range(12)]
+    loader.close()
+
+
+def test_a_full_dev_shm_is_a_clear_error_before_the_first_batch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """With /dev/shm reported full, the first large batch raises SharedMemoryFullError, no crash."""
+    monkeypatch.setattr(shm_module, "shm_free_bytes", lambda directory="/dev/shm": 4096)
+    loader = DataLoader(
+        RangeDataset(16, WIDE), batch_size=8, num_workers=1, multiprocessing_context="fork"
+    )
+    with pytest.raises(SharedMemoryFullError, match=r"enlarge /dev/shm") as caught:
+        next(iter(loader))
+    assert "DataLoader worker 0" in str(caught.value)
+
+
+def test_killed_worker_leaves_no_segment() -> None:
+    """SIGKILL on a worker holding fresh slabs: its segment names are gone within 10 s."""
+    loader = DataLoader(RangeDataset(200, WIDE), batch_size=8, num_workers=2, prefetch_factor=4)
+    iterator = iter(loader)
+    next(iterator)
+    victim = iterator.worker_pids[0]  # type: ignore[attr-defined]
+    time.sleep(0.5)  # let the workers fill the prefetch window with new slabs
+    os.kill(victim, signal.SIGKILL)
+    with pytest.raises(RuntimeError, match="killed by signal SIGKILL"):
+        for _ in iterator:
+            pass
+    assert _wait_no_segments(os.getpid(), victim) == []
+    assert _wait_no_segments(os.getpid()) == []
+
+
+_MAIN_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    sys.path.insert(0, {here!r})
+    from data_workers_helpers import RangeDataset
+    from stoker.data import DataLoader
+
+    loader = DataLoader(RangeDataset(400, {wide}), batch_size=8, num_workers=2,
+                        prefetch_factor=4, multiprocessing_context={method!r})
+    iterator = iter(loader)
+    batch = next(iterator)
+    print(" ".join(str(pid) for pid in iterator.worker_pids), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+@pytest.mark.parametrize("start_method", ["fork", "forkserver"])
+def test_main_process_killed_leaves_no_segment_and_no_worker(start_method: str) -> None:
+    """SIGKILL on the main process while workers hold unmapped slabs: all names go within 10 s."""
+    script = _MAIN_SCRIPT.format(here=str(HERE), wide=WIDE, method=start_method)
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    ) as proc:
+        workers = _kill_when_slabs_are_out(proc)
+    assert wait_all_gone(workers, within=10) == []
+    assert _wait_no_segments(proc.pid) == []
+
+
+def _kill_when_slabs_are_out(proc: subprocess.Popen[str]) -> list[int]:
+    """Wait until the child's workers hold unmapped slabs, SIGKILL it; return the worker pids."""
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        workers = [int(pid) for pid in line.split()]
+        assert len(workers) == 2, proc.stderr.read() if proc.stderr else line
+        deadline = time.monotonic() + 10
+        while not _segments(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _segments(proc.pid), "the workers should hold slabs the main process never mapped"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return workers
+
+
+@pytest.mark.parametrize("payload_bytes", [0, 3 << 20])
+def test_spawn_pickles_the_dataset_once(
+    monkeypatch: pytest.MonkeyPatch, payload_bytes: int
+) -> None:
+    """With spawn, the dataset is pickled once for all workers, also when larger than a pipe."""
+    calls: list[int] = []
+
+    def counting_getstate(self: RangeDataset) -> dict[str, Any]:
+        calls.append(1)
+        return dict(self.__dict__)
+
+    monkeypatch.setattr(RangeDataset, "__getstate__", counting_getstate, raising=False)
+    dataset = RangeDataset(12)
+    dataset.blob = b"x" * payload_bytes  # type: ignore[attr-defined]
+    loader = DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="spawn")
+    assert [b[1].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
+    assert len(calls) == 1

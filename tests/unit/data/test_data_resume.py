@@ -1,0 +1,352 @@
+"""DataLoader.state_dict()/load_state_dict() in one process: exact resume for every sampler kind."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stoker.data import (
+    BatchSampler,
+    DataLoader,
+    Dataset,
+    DistributedSampler,
+    IterableDataset,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+N = 23
+
+
+class Indexed(Dataset[int]):
+    """Sample ``i`` is ``i``."""
+
+    def __init__(self, n: int = N) -> None:
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> int:
+        return int(index)
+
+
+class FixedBatches(Sampler[list[int]]):
+    """A custom batch sampler without state: batches of 3 in one fixed shuffled order."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.epoch = 0
+
+    def _order(self) -> list[int]:
+        order: list[int] = np.random.default_rng(self.epoch).permutation(self.n).tolist()
+        return order
+
+    def __iter__(self) -> Iterator[list[int]]:
+        order = self._order()
+        for start in range(0, self.n, 3):
+            yield order[start : start + 3]
+
+    def __len__(self) -> int:
+        return (self.n + 2) // 3
+
+
+class StatefulBatches(FixedBatches):
+    """A batch sampler whose order changes every epoch, with state_dict/load_state_dict."""
+
+    def __iter__(self) -> Iterator[list[int]]:
+        yield from super().__iter__()
+        self.epoch += 1
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"epoch": self.epoch}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.epoch = state["epoch"]
+
+
+def _weights() -> list[float]:
+    return [float(i % 5) + 0.5 for i in range(N)]
+
+
+LOADERS: dict[str, Callable[[], DataLoader]] = {
+    "sequential": lambda: DataLoader(Indexed(), batch_size=4),
+    "sequential-drop-last": lambda: DataLoader(Indexed(), batch_size=4, drop_last=True),
+    "shuffle-int-seed": lambda: DataLoader(Indexed(), batch_size=4, shuffle=True, generator=5),
+    "shuffle-numpy-generator": lambda: DataLoader(
+        Indexed(), batch_size=4, shuffle=True, generator=np.random.default_rng(5)
+    ),
+    "random-replacement": lambda: DataLoader(
+        Indexed(),
+        batch_size=5,
+        sampler=RandomSampler(Indexed(), replacement=True, num_samples=40, generator=2),
+    ),
+    "random-no-replacement-over-length": lambda: DataLoader(
+        Indexed(), batch_size=5, sampler=RandomSampler(Indexed(), num_samples=50, generator=3)
+    ),
+    "weighted-replacement": lambda: DataLoader(
+        Indexed(), batch_size=4, sampler=WeightedRandomSampler(_weights(), 30, generator=4)
+    ),
+    "weighted-no-replacement": lambda: DataLoader(
+        Indexed(),
+        batch_size=4,
+        sampler=WeightedRandomSampler(_weights(), 15, replacement=False, generator=4),
+    ),
+    "subset-random": lambda: DataLoader(
+        Indexed(), batch_size=3, sampler=SubsetRandomSampler(list(range(3, 20)), generator=9)
+    ),
+    "distributed": lambda: DataLoader(
+        Indexed(), batch_size=3, sampler=DistributedSampler(Indexed(), num_replicas=3, rank=1)
+    ),
+    "no-batching": lambda: DataLoader(Indexed(), batch_size=None, shuffle=True, generator=1),
+    "custom-batch-sampler-replay": lambda: DataLoader(Indexed(), batch_sampler=FixedBatches(N)),
+    "custom-batch-sampler-state": lambda: DataLoader(Indexed(), batch_sampler=StatefulBatches(N)),
+    "batch-sampler-over-custom": lambda: DataLoader(
+        Indexed(), batch_sampler=BatchSampler(list(range(N - 1, -1, -1)), 4, False)
+    ),
+}
+
+EPOCHS = 3
+
+
+def _epochs(loader: DataLoader, count: int) -> list[list[Any]]:
+    """Iterate ``count`` epochs; DistributedSampler epochs are set the way users set them."""
+    out: list[list[Any]] = []
+    for _ in range(count):
+        out.append([np.asarray(batch).tolist() for batch in loader])
+    return out
+
+
+def _flatten(epochs: list[list[Any]]) -> list[Any]:
+    return [batch for epoch in epochs for batch in epoch]
+
+
+def _resume_run(make: Callable[[], DataLoader], k: int) -> tuple[list[Any], dict[str, Any]]:
+    """Take ``k`` batches, save, load into a fresh loader, run until EPOCHS epochs are done."""
+    first = make()
+    taken: list[Any] = []
+    iterator = iter(first)
+    while len(taken) < k:
+        try:
+            taken.append(np.asarray(next(iterator)).tolist())
+        except StopIteration:
+            iterator = iter(first)
+    state = json.loads(json.dumps(first.state_dict()))
+    del iterator
+    second = make()
+    second.load_state_dict(state)
+    per_epoch = len(_flatten(_epochs(make(), 1)))
+    while len(taken) < per_epoch * EPOCHS:
+        epoch = [np.asarray(batch).tolist() for batch in second]
+        assert epoch, "a resumed loader yielded an empty epoch"
+        taken.extend(epoch)
+    return taken, state
+
+
+@pytest.mark.parametrize("name", sorted(LOADERS))
+def test_resume_after_k_batches_equals_uninterrupted_run(name: str) -> None:
+    """After k batches (start, middle, last, end of epoch) the rest equals an uninterrupted run."""
+    make = LOADERS[name]
+    expected = _flatten(_epochs(make(), EPOCHS))
+    per_epoch = len(expected) // EPOCHS
+    for k in sorted({0, 1, per_epoch // 2, per_epoch - 1, per_epoch, per_epoch + 2}):
+        got, state = _resume_run(make, k)
+        assert got == expected, f"{name}: resumed after {k} batches"
+        assert len(json.dumps(state)) < 2000, "the state must stay small"
+
+
+def test_state_after_an_epoch_ended_starts_the_next_epoch() -> None:
+    """Saved after a for-loop over a whole epoch, the state resumes at the next epoch's start."""
+    loader = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=11)
+    expected = _epochs(DataLoader(Indexed(), batch_size=4, shuffle=True, generator=11), 2)
+    first_epoch = [np.asarray(batch).tolist() for batch in loader]
+    state = loader.state_dict()
+    assert state["epoch"] == 1
+    assert state["batches"] == 0
+    fresh = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=11)
+    fresh.load_state_dict(state)
+    assert [first_epoch, *_epochs(fresh, 1)] == expected
+
+
+def test_state_of_an_unused_loader_starts_at_epoch_zero() -> None:
+    """A state saved before any iteration loads into a fresh loader as a no-op."""
+    state = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=3).state_dict()
+    assert (state["epoch"], state["batches"]) == (0, 0)
+    fresh = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=3)
+    fresh.load_state_dict(state)
+    expected = _epochs(DataLoader(Indexed(), batch_size=4, shuffle=True, generator=3), 2)
+    assert _epochs(fresh, 2) == expected
+
+
+def test_torch_generator_shuffle_resumes_exactly() -> None:
+    """shuffle=True with a torch.Generator: the resumed order equals the uninterrupted one."""
+    torch = pytest.importorskip("torch")
+
+    def make() -> DataLoader:
+        return DataLoader(
+            Indexed(), batch_size=4, shuffle=True, generator=torch.Generator().manual_seed(3)
+        )
+
+    expected = _flatten(_epochs(make(), EPOCHS))
+    for k in (0, 2, 6):
+        got, state = _resume_run(make, k)
+        assert got == expected, f"resumed after {k} batches"
+        assert "torch" in state["generator"]
+
+
+def test_distributed_sampler_resume_with_set_epoch_calls() -> None:
+    """The usual loop (set_epoch each epoch) resumes mid-epoch at the saved offset."""
+
+    def make() -> tuple[DataLoader, DistributedSampler]:
+        sampler = DistributedSampler(Indexed(), num_replicas=2, rank=0, seed=4)
+        return DataLoader(Indexed(), batch_size=2, sampler=sampler), sampler
+
+    loader, sampler = make()
+    expected: list[Any] = []
+    for epoch in range(3):
+        sampler.set_epoch(epoch)
+        expected += [batch.tolist() for batch in loader]
+    loader, sampler = make()
+    sampler.set_epoch(1)
+    iterator = iter(loader)
+    got = list(expected[:6])
+    got += [next(iterator).tolist() for _ in range(3)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    loader, sampler = make()
+    loader.load_state_dict(state)
+    for epoch in (1, 2):
+        sampler.set_epoch(epoch)
+        got += [batch.tolist() for batch in loader]
+    assert got == expected
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (lambda s: s.update(version=99), "version"),
+        (lambda s: s.update(length=N + 1), "length"),
+        (lambda s: s.update(inner_sampler="SequentialSampler"), "inner_sampler"),
+        (lambda s: s.update(batch_size=8), "batch_size"),
+        (lambda s: s.update(format="other"), "format"),
+    ],
+)
+def test_state_that_does_not_fit_raises_naming_the_field(
+    change: Callable[[dict[str, Any]], None], field: str
+) -> None:
+    """A state edited (or saved elsewhere) so that it does not fit raises a ValueError naming it."""
+    loader = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=1)
+    next(iter(loader))
+    state = loader.state_dict()
+    change(state)
+    with pytest.raises(ValueError, match=field):
+        DataLoader(Indexed(), batch_size=4, shuffle=True, generator=1).load_state_dict(state)
+
+
+def test_state_from_another_dataset_length_or_sampler_kind_raises() -> None:
+    """Loading into a loader over another length, or with another sampler, says what differs."""
+    state = DataLoader(Indexed(), batch_size=4, shuffle=True, generator=1).state_dict()
+    with pytest.raises(ValueError, match=r"length is 23 in the state but 24 here"):
+        DataLoader(Indexed(24), batch_size=4, shuffle=True, generator=1).load_state_dict(state)
+    sequential = DataLoader(Indexed(), batch_size=4, sampler=SequentialSampler(Indexed()))
+    with pytest.raises(ValueError, match=r"inner_sampler is 'RandomSampler' in the state"):
+        sequential.load_state_dict(state)
+    with pytest.raises(TypeError, match="must be a dict"):
+        sequential.load_state_dict([1, 2])  # type: ignore[arg-type]
+
+
+class Counting(IterableDataset[int]):
+    """Yields ``0, 1, ...`` up to ``stop``, keeping its position; no state_dict."""
+
+    def __init__(self, stop: int) -> None:
+        self.stop = stop
+        self.position = 0
+
+    def __iter__(self) -> Iterator[int]:
+        while self.position < self.stop:
+            self.position += 1
+            yield self.position - 1
+        self.position = 0  # the next epoch starts again
+
+
+class StatefulCounting(Counting):
+    """Counting whose state is its position."""
+
+    def state_dict(self) -> dict[str, int]:
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        self.position = state["position"]
+
+
+@pytest.mark.parametrize("stateful", [True, False], ids=["dataset-state", "fast-forward"])
+@pytest.mark.parametrize("k", [0, 2, 5])
+def test_iterable_dataset_resumes_in_process(stateful: bool, k: int) -> None:
+    """An IterableDataset resumes through its own state_dict, or by fast-forward without one."""
+    kind = StatefulCounting if stateful else Counting
+    expected = _epochs(DataLoader(kind(10), batch_size=2), 2)
+    loader = DataLoader(kind(10), batch_size=2)
+    iterator = iter(loader)
+    got = [next(iterator).tolist() for _ in range(k)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    assert state["mode"] == ("dataset" if stateful else "fast_forward")
+    fresh = DataLoader(kind(10), batch_size=2)
+    fresh.load_state_dict(state)
+    got += [batch.tolist() for batch in fresh]
+    got += [batch.tolist() for batch in fresh] if k < 5 else []
+    assert got == _flatten(expected)[: len(got)]
+    assert len(got) == 10 if k < 5 else len(got) == 5
+
+
+def test_iterable_state_from_another_num_workers_raises() -> None:
+    """An IterableDataset's batches depend on the workers, so num_workers must match."""
+    state = DataLoader(Counting(10), batch_size=2).state_dict()
+    other = DataLoader(Counting(10), batch_size=2, num_workers=1)
+    with pytest.raises(ValueError, match="num_workers is 0 in the state but 1 here"):
+        other.load_state_dict(state)
+
+
+def test_sampler_set_epoch_keeps_a_loaded_offset_for_the_same_epoch() -> None:
+    """RandomSampler.set_epoch(e) after loading a state of epoch e keeps its offset."""
+    sampler = RandomSampler(Indexed(), generator=8)
+    iterator = iter(sampler)
+    head = [next(iterator) for _ in range(5)]
+    state = sampler.state_dict()
+    fresh = RandomSampler(Indexed(), generator=8)
+    fresh.load_state_dict(state)
+    fresh.set_epoch(0)
+    assert head + list(fresh) == list(RandomSampler(Indexed(), generator=8))
+    fresh.load_state_dict(state)
+    fresh.set_epoch(1)
+    assert list(fresh) == list(iter_epoch(RandomSampler(Indexed(), generator=8), 1))
+
+
+def iter_epoch(sampler: RandomSampler, epoch: int) -> Iterator[int]:
+    """Return the indices of one epoch of ``sampler``."""
+    sampler.set_epoch(epoch)
+    return iter(sampler)
+
+
+@pytest.mark.parametrize("name", ["shuffle-int-seed", "distributed", "custom-batch-sampler-state"])
+@pytest.mark.parametrize("opened", [False, True], ids=["loaded", "loaded-and-iter"])
+def test_saving_again_right_after_loading_keeps_the_position(name: str, opened: bool) -> None:
+    """A state saved right after loading (before any batch, even after iter()) resumes alike."""
+    make = LOADERS[name]
+    expected = _flatten(_epochs(make(), 2))
+    first = make()
+    iterator = iter(first)
+    head = [np.asarray(next(iterator)).tolist() for _ in range(3)]
+    second = make()
+    second.load_state_dict(json.loads(json.dumps(first.state_dict())))
+    if opened:
+        iter(second)
+    third = make()
+    third.load_state_dict(json.loads(json.dumps(second.state_dict())))
+    rest = _flatten(_epochs(third, 2))
+    assert (head + rest)[: len(expected)] == expected

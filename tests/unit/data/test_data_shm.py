@@ -1,0 +1,212 @@
+"""Shared-memory segments and batch slabs, exercised in one process (writer and reader sides)."""
+
+from __future__ import annotations
+
+import errno
+import gc
+import os
+import subprocess
+import sys
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stoker.data import _shm
+from stoker.data._collate import default_collate
+from stoker.data._shm import (
+    SharedMemoryFullError,
+    create_segment,
+    map_segment,
+    segment_name,
+    shm_free_bytes,
+    sweep_orphans,
+    unlink_segments,
+)
+from stoker.data._slabs import SlabReader, SlabWriter
+from stoker.data._worker import BATCH, FAILED
+
+pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
+
+
+def _names(tmp_dir: str) -> list[str]:
+    return sorted(os.listdir(tmp_dir))
+
+
+def test_segment_is_mapped_then_unlinked(tmp_path: Any) -> None:
+    """The main side's map unlinks the name; both mappings still share the memory."""
+    directory = str(tmp_path)
+    name = segment_name(1, 2, 3)
+    worker_side = create_segment(name, 1 << 16, directory)
+    assert _names(directory) == [name]
+    main_side = map_segment(name, 1 << 16, directory)
+    assert _names(directory) == []
+    worker_side[:5] = b"hello"
+    assert main_side[:5] == b"hello"
+
+
+def test_slab_larger_than_free_space_is_a_clear_error() -> None:
+    """Asking for more than /dev/shm has free raises SharedMemoryFullError naming the fix."""
+    too_big = shm_free_bytes() + (1 << 30)
+    name = segment_name(os.getpid(), os.getpid(), 999_999)
+    with pytest.raises(SharedMemoryFullError, match=r"--shm-size") as caught:
+        create_segment(name, too_big)
+    assert str(too_big) in str(caught.value)
+    assert not os.path.exists(os.path.join("/dev/shm", name))
+
+
+def test_fallocate_enospc_becomes_a_clear_error(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ENOSPC while reserving pages (a race with another process) also raises the clear error."""
+
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_shm.os, "posix_fallocate", full)
+    with pytest.raises(SharedMemoryFullError, match="must fit"):
+        create_segment("stoker-data-1-2-3", 4096, str(tmp_path))
+    assert _names(str(tmp_path)) == []
+
+
+def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
+    """Names whose main and worker pids are both gone are swept; live ones stay."""
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    dead_pid = int(ended.stdout)
+    directory = str(tmp_path)
+    dead = segment_name(dead_pid, dead_pid, 1)
+    live = segment_name(os.getpid(), dead_pid, 1)
+    other = "unrelated-file"
+    for name in (dead, live, other):
+        with open(os.path.join(directory, name), "wb"):
+            pass
+    assert sweep_orphans(directory) == 1
+    assert _names(directory) == sorted([live, other])
+    assert unlink_segments(os.getpid(), directory=directory) == 1
+    assert _names(directory) == [other]
+
+
+def _image_batch(seed: int, n: int = 8) -> Any:
+    rng = np.random.default_rng(seed)
+    return [
+        (rng.integers(0, 255, (3, 32, 32), dtype=np.uint8), {"label": i, "name": f"s{i}"})
+        for i in range(n)
+    ]
+
+
+class _Pair:
+    """A writer and a reader wired back to back, as a worker and the main process would be."""
+
+    def __init__(self, directory: str, threshold: int = 1024) -> None:
+        self.writer = SlabWriter(os.getpid(), threshold=threshold, directory=directory)
+        self.reader = SlabReader()
+        self.directory = directory
+
+    def send(self, samples: list[Any], collate: Any = None) -> Any:
+        self.writer.release(self.reader.take_released())
+        batch = (collate or self.writer.collate)(samples)
+        data = self.writer.encode((0, BATCH, batch, {"busy": 0.0}))
+        return self.reader.decode(bytes(data))
+
+
+@pytest.fixture
+def pair(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> _Pair:
+    """A writer/reader pair whose segments live in a temporary directory."""
+    directory = str(tmp_path)
+    real_map = _shm.map_segment
+    monkeypatch.setattr(
+        "stoker.data._slabs.map_segment", lambda name, size: real_map(name, size, directory)
+    )
+    return _Pair(directory)
+
+
+def test_large_batch_arrives_as_views_on_a_slab(pair: _Pair) -> None:
+    """A large batch equals default_collate's result and its arrays are views, not copies."""
+    samples = _image_batch(1)
+    expected = default_collate(samples)
+    pair.send(samples)  # the first large batch sizes the slabs
+    task, status, batch, meta = pair.send(samples)
+    assert (task, status) == (0, BATCH)
+    np.testing.assert_array_equal(batch[0], expected[0])
+    np.testing.assert_array_equal(batch[1]["label"], expected[1]["label"])
+    assert batch[1]["name"] == expected[1]["name"]
+    assert not batch[0].flags.owndata
+    assert batch[0].base is not None
+    assert pair.reader.bytes_in_slabs >= 2 * expected[0].nbytes
+    assert "retired" not in meta
+
+
+def test_slab_is_released_when_the_batch_dies_and_reused(pair: _Pair) -> None:
+    """Freeing a batch returns its slab; the next batch reuses it instead of a new segment."""
+    pair.send(_image_batch(1))
+    gc.collect()
+    first = pair.send(_image_batch(2))
+    slabs_before = set(pair.writer.slabs)
+    assert len(pair.reader.in_use) == 1
+    del first
+    gc.collect()
+    assert pair.reader.in_use == set()
+    again = pair.send(_image_batch(3))
+    assert set(pair.writer.slabs) == slabs_before
+    np.testing.assert_array_equal(again[2][0], default_collate(_image_batch(3))[0])
+
+
+def test_pool_grows_while_batches_are_kept_and_data_stays_intact(pair: _Pair) -> None:
+    """Kept batches hold their slabs: new batches get new slabs and never overwrite old ones."""
+    kept = [pair.send(_image_batch(seed)) for seed in range(5)]
+    assert len(pair.writer.slabs) >= 4
+    for seed, reply in enumerate(kept):
+        np.testing.assert_array_equal(reply[2][0], default_collate(_image_batch(seed))[0])
+    assert len(pair.reader.in_use) >= 4
+
+
+def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:
+    """A user collate_fn's arrays still travel through the slab (one copy in the worker)."""
+
+    def collate(samples: list[Any]) -> dict[str, Any]:
+        return {"x": np.stack([s[0] for s in samples]).astype(np.float32), "n": len(samples)}
+
+    pair.send(_image_batch(0), collate)
+    reply = pair.send(_image_batch(4), collate)
+    assert reply[2]["n"] == 8
+    np.testing.assert_array_equal(reply[2]["x"], collate(_image_batch(4))["x"])
+    assert not reply[2]["x"].flags.owndata
+
+
+def test_small_batches_go_inline(pair: _Pair) -> None:
+    """A batch under the threshold is pickled through the pipe: no slab is created."""
+    reply = pair.send([np.arange(3), np.arange(3)])
+    np.testing.assert_array_equal(reply[2], [[0, 1, 2], [0, 1, 2]])
+    assert reply[2].flags.owndata
+    assert pair.writer.slabs == {}
+
+
+def test_growing_batches_retire_small_slabs(pair: _Pair) -> None:
+    """When batches outgrow the slabs, returned small slabs are retired on both sides."""
+    pair.send(_image_batch(0, n=8))
+    gc.collect()
+    pair.send(_image_batch(1, n=32))  # overflows: arrays go inline, slab size grows
+    gc.collect()
+    for seed in range(3):
+        reply = pair.send(_image_batch(seed, n=32))
+        np.testing.assert_array_equal(reply[2][0], default_collate(_image_batch(seed, n=32))[0])
+        del reply
+        gc.collect()
+    sizes = {slab.size for slab in pair.writer.slabs.values()}
+    assert sizes == {pair.writer.slab_size}
+
+
+def test_failure_replies_free_the_slab(pair: _Pair) -> None:
+    """A batch collated into a slab but answered FAILED gives the slab back to the pool."""
+    pair.send(_image_batch(0))
+    gc.collect()
+    pair.writer.release(pair.reader.take_released())
+    pair.writer.collate(_image_batch(1))  # placed in a slab, then the fetch "fails"
+    pair.writer.encode((0, FAILED, None, None))
+    assert sorted(pair.writer.free) == sorted(pair.writer.slabs)
