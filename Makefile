@@ -4,6 +4,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+BENCH_STAMP := $(VENV)/.bench-stamp
 
 .PHONY: run test lint typecheck pytest bench clean
 
@@ -11,8 +12,13 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "stoker needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+# The peers the benchmarks compare against (tensorboardX, tbparse, SPDL, Grain).
+$(BENCH_STAMP): $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
+	touch $(BENCH_STAMP)
 
 run: $(STAMP)
 	$(BIN)/hello
@@ -30,7 +36,7 @@ typecheck: $(STAMP)
 pytest: $(STAMP)
 	$(BIN)/python -m pytest
 
-bench: $(STAMP)
+bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/loader_bench.py
 	$(BIN)/python benchmarks/writer_bench.py
 	$(BIN)/python benchmarks/reader_bench.py
