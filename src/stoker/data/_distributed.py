@@ -26,7 +26,7 @@ from typing import Any, TypeVar, cast
 import numpy as np
 
 from stoker.data._generator import STATE_VERSION, make_rng
-from stoker.data._sampler import Sampler
+from stoker.data._sampler import Sampler, _pieces
 from stoker.data._worker import get_worker_info
 
 __all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
@@ -167,9 +167,12 @@ class DistributedSampler(Sampler[T_co]):
         """Yield this rank's indices for the current epoch."""
         start = self._resume_offset or 0
         self._resume_offset = None
-        mine = self._rank_indices()[start:].tolist()
-        self._progress = (start + len(mine), iter(mine))
-        yield from cast("Iterator[T_co]", self._progress[1])
+        position = start
+        self._progress = (position, iter([]))
+        for piece in _pieces(self._rank_indices()[start:]):
+            position += len(piece)
+            self._progress = (position, iter(piece))
+            yield from cast("Iterator[T_co]", self._progress[1])
 
     def __len__(self) -> int:
         """Return the number of indices per rank and epoch."""

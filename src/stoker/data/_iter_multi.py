@@ -21,7 +21,10 @@ here is the same for both. Each reply's ``meta`` carries the worker's busy time 
 loader's :class:`~stoker.data._stats.LoaderStats`) and, for an IterableDataset with a
 ``state_dict()``, the replica's state right after the batch: it becomes
 ``last_worker_state[worker_id]`` when that batch is yielded (and when the worker reports its
-replica exhausted).
+replica exhausted). With the worker that delivered last and the workers already exhausted, these
+states let a checkpoint resume an IterableDataset exactly (see docs/design/resume.md): a resumed
+iterator hands each worker its saved state in its ``WorkerSetup`` and starts the round-robin at
+the worker that was next.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import multiprocessing
 import time
 import warnings
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from multiprocessing.context import BaseContext
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -95,11 +98,12 @@ def start_pool(
 class MultiProcessIter(LoaderIter):
     """Fetches batches in worker processes; see the module docstring for the protocol."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader[Any]) -> None:
         super().__init__(loader)
         self._prefetch_factor = int(loader.prefetch_factor or 2)
         self._in_order = bool(loader.in_order)
         self._persistent = bool(loader.persistent_workers)
+        resume = self._progress.resume
         setups = [
             WorkerSetup(
                 dataset=self._dataset,
@@ -111,11 +115,11 @@ class MultiProcessIter(LoaderIter):
                 worker_id=worker_id,
                 num_workers=self._num_workers,
                 init_fn=loader.worker_init_fn,
+                resume_state=None if resume is None else resume["workers"][worker_id],
             )
             for worker_id in range(self._num_workers)
         ]
         self._stats: LoaderStats = getattr(loader, "_stats", None) or LoaderStats()
-        self.last_worker_state: dict[int, Any] = {}
         self._pending_state: dict[int, Any] = {}
         started = time.perf_counter()
         self._pool = start_pool(
@@ -131,14 +135,27 @@ class MultiProcessIter(LoaderIter):
         """The worker processes' ids, by worker id."""
         return self._pool.pids
 
+    @property
+    def last_worker_state(self) -> dict[int, Any]:
+        """An IterableDataset's ``state_dict()`` per worker id, as of its last batch yielded.
+
+        A worker's final state (taken when its replica ended) replaces it once all of that
+        worker's batches have been yielded. Empty for datasets without ``state_dict()``.
+        """
+        return self._progress.worker_states
+
     def _start_epoch(self) -> None:
         self._send_idx = 0
         self._rcvd_idx = 0
         self._tasks: dict[int, tuple[int, Any]] = {}
         self._ready: dict[int, tuple[int, Any, Any]] = {}
-        self._active = [True] * self._num_workers
         self._load = [0] * self._num_workers
-        self._cycle = itertools.cycle(range(self._num_workers))
+        # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
+        # was next, and workers whose replica had ended get no task.
+        progress, count = self._progress, self._num_workers
+        first = 0 if progress.last_worker is None else progress.last_worker + 1
+        self._active = [w not in progress.exhausted for w in range(count)]
+        self._cycle: Iterator[int] = itertools.cycle((first + i) % count for i in range(count))
         for _ in range(self._prefetch_factor * self._num_workers):
             self._dispatch()
 
@@ -191,10 +208,15 @@ class MultiProcessIter(LoaderIter):
         self._load[worker_id] -= 1
         if self._in_order:
             self._rcvd_idx = task_id + 1
+        progress = self._progress
+        progress.last_worker = worker_id
         if meta is not None:
+            if meta.get("ended"):
+                progress.exhausted.add(worker_id)
             if "worker_state" in meta:
-                self.last_worker_state[worker_id] = meta["worker_state"]
+                progress.worker_states[worker_id] = meta["worker_state"]
             elif "worker_state_error" in meta:
+                progress.states_failed = True
                 failure = meta["worker_state_error"]
                 warnings.warn(
                     f"the IterableDataset's state_dict() failed in worker {worker_id}, so its "
@@ -214,7 +236,8 @@ class MultiProcessIter(LoaderIter):
         if worker_id in self._pending_state and not any(
             owner == worker_id for owner, _ in self._tasks.values()
         ):
-            self.last_worker_state[worker_id] = self._pending_state.pop(worker_id)
+            self._progress.worker_states[worker_id] = self._pending_state.pop(worker_id)
+            self._progress.exhausted.add(worker_id)
 
     def _handle_reply(self, worker_id: int, reply: Reply) -> None:
         task_id, status, payload, meta = reply
@@ -300,7 +323,7 @@ class MultiProcessIter(LoaderIter):
             f"waiting for {what}; raise timeout, or pass timeout=0 to wait without a limit"
         )
 
-    def _reset(self, loader: DataLoader) -> None:
+    def _reset(self, loader: DataLoader[Any]) -> None:
         """Start a new epoch on the same workers: reset each, discard stale replies."""
         super()._reset(loader)
         if self._closed:
@@ -317,8 +340,7 @@ class MultiProcessIter(LoaderIter):
 
         while waiting:
             self._wait(on_reply)
-        self.last_worker_state.clear()  # each replica starts its iteration again
-        self._pending_state.clear()
+        self._pending_state.clear()  # each replica starts its iteration again
         self._start_epoch()
 
     def close(self) -> None:

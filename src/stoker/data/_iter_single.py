@@ -88,7 +88,7 @@ def pin_plan(pin_memory: bool, pin_memory_device: str) -> Callable[[Any], Any] |
 class LoaderIter:
     """Base of the loader's iterators: sampler, seed, counting, pinning, closing."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader[Any]) -> None:
         self._dataset = loader.dataset
         self._iterable = loader._iterable_kind
         self._auto_collation = loader._auto_collation
@@ -148,7 +148,7 @@ class LoaderIter:
     def _next_data(self) -> Any:
         raise NotImplementedError
 
-    def _reset(self, loader: DataLoader) -> None:
+    def _reset(self, loader: DataLoader[Any]) -> None:
         """Start a new epoch with the same iterator (persistent workers)."""
         self._progress, self._sampler_iter = self._tracker.open_epoch(loader, True)
         self._tracker.note_base_seed(self._progress, self._base_seed)
@@ -188,7 +188,7 @@ class LoaderIter:
 class SingleProcessIter(LoaderIter):
     """Fetches every batch in the calling thread."""
 
-    def __init__(self, loader: DataLoader) -> None:
+    def __init__(self, loader: DataLoader[Any]) -> None:
         super().__init__(loader)
         if self._timeout != 0:
             raise ValueError(

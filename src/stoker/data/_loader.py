@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.context import BaseContext
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from stoker.data._collate import default_collate, default_convert
 from stoker.data._dataset import IterableDataset
@@ -35,12 +35,24 @@ from stoker.data._stats import LoaderStats
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+    from typing_extensions import TypeVar as _DefaultTypeVar
+
+    # The sample type; a bare ``DataLoader`` annotation means ``DataLoader[Any]``.
+    T_co = _DefaultTypeVar("T_co", covariant=True, default=Any)
+else:
+    T_co = TypeVar("T_co", covariant=True)
 
 __all__ = ["DataLoader", "usable_cpu_count"]
 
 _FROZEN = frozenset(
     ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
 )
+
+
+class _Indexable(Protocol[T_co]):
+    """A map-style dataset as a type checker sees it: ``dataset[index]`` gives a sample."""
+
+    def __getitem__(self, index: Any, /) -> T_co: ...
 
 
 class _EndlessSampler(Sampler[None]):
@@ -80,11 +92,14 @@ def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
         )
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Combines a dataset and a sampler, and iterates over batches, optionally in workers.
 
     Same signature, defaults and semantics as ``torch.utils.data.DataLoader`` (torch 2.13);
-    batches are NumPy arrays (torch tensors when the samples are tensors).
+    batches are NumPy arrays (torch tensors when the samples are tensors). Generic in the
+    sample type as torch's is: ``DataLoader[int]`` works in annotations and at run time, and a
+    type checker infers it from the dataset (``Dataset[T]``, any object with ``__getitem__``,
+    or an iterable); a bare ``DataLoader`` means ``DataLoader[Any]``.
 
     Args:
         dataset: a map-style dataset (``__getitem__``/``__len__``) or an IterableDataset.
@@ -111,12 +126,13 @@ class DataLoader:
             memory) or ``"thread"`` (worker threads in this process; same batches and order).
     """
 
+    dataset: Any
     _initialized = False
     _multiprocessing_context: BaseContext | None = None
 
     def __init__(  # noqa: PLR0917 - the positional signature is torch's
         self,
-        dataset: Any,
+        dataset: _Indexable[T_co] | Iterable[T_co],
         batch_size: int | None = 1,
         shuffle: bool | None = None,
         sampler: Sampler[Any] | Iterable[Any] | None = None,
@@ -233,9 +249,9 @@ class DataLoader:
             if self._iterable_kind:
                 sampler = _EndlessSampler()
             elif shuffle:
-                sampler = RandomSampler(dataset, generator=generator)
+                sampler = RandomSampler(self.dataset, generator=generator)
             else:
-                sampler = SequentialSampler(dataset)
+                sampler = SequentialSampler(self.dataset)
         if batch_size is not None and batch_sampler is None:
             batch_sampler = BatchSampler(sampler, batch_size, drop_last)  # type: ignore[arg-type]
 

@@ -18,6 +18,7 @@ import numpy as np
 from stoker.data._generator import EpochClock, EpochRecord, check_generator, make_rng
 from stoker.data._sampler import (
     _bool,
+    _pieces,
     _positive_int,
     _StatefulSampler,
     _TypeValueError,
@@ -39,7 +40,7 @@ def _permutation_chunks(seed: int, n: int, total: int, start: int) -> Iterator[l
     while position < total:
         order = make_rng(seed, _PERM_TAG, round_index).permutation(n)
         stop = min(n, total - position)
-        yield order[skip:stop].tolist()
+        yield from _pieces(order[skip:stop])
         position += n
         round_index += 1
         skip = 0
@@ -144,8 +145,8 @@ class RandomSampler(_StatefulSampler):
             ).tolist()
         else:
             for _ in range(total // n):
-                yield torch.randperm(n, generator=generator).tolist()
-            yield torch.randperm(n, generator=generator).tolist()[: total % n]
+                yield from _pieces(torch.randperm(n, generator=generator))
+            yield from _pieces(torch.randperm(n, generator=generator)[: total % n])
 
     def __len__(self) -> int:
         """Return :attr:`num_samples`."""
@@ -182,8 +183,7 @@ class SubsetRandomSampler(_StatefulSampler):
             chunks = _permutation_chunks(record.seed, max(n, 1), n, record.start)
         else:
             torch = sys.modules["torch"]
-            order = torch.randperm(n, generator=self.generator).tolist()
-            chunks = iter([order[record.start :]])
+            chunks = _pieces(torch.randperm(n, generator=self.generator)[record.start :])
         indices = self.indices
         return record, ([indices[position] for position in chunk] for chunk in chunks)
 
@@ -275,16 +275,15 @@ class WeightedRandomSampler(_StatefulSampler):
                 # torch) they are drawn only once the positive ones are exhausted.
                 keys = weights / rng.standard_exponential(weights.size)
                 drawn = np.argsort(-keys, kind="stable")[: self.num_samples]
-            order: list[int] = drawn.tolist()
         else:
             torch = sys.modules["torch"]
-            order = torch.multinomial(
+            drawn = torch.multinomial(
                 torch.from_numpy(self.weights),
                 self.num_samples,
                 self.replacement,
                 generator=self.generator,
-            ).tolist()
-        return record, iter([order[record.start :]])
+            )
+        return record, _pieces(drawn[record.start :])
 
     def __len__(self) -> int:
         """Return :attr:`num_samples`."""

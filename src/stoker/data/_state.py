@@ -11,7 +11,8 @@ loader generator's state, and how to put the index sampler back:
   next epoch starts there without replaying anything, whatever the number of workers;
 * ``"replay"``: any other sampler: its ``state_dict()`` as the epoch began (when it has one),
   then the delivered batches are drawn again from the sampler and skipped (no data loaded);
-* IterableDataset: ``"dataset"``, the dataset's own ``state_dict()`` (``num_workers=0``), or
+* IterableDataset (:mod:`stoker.data._state_iterable`): ``"dataset"``, the dataset's own
+  ``state_dict()`` (``num_workers=0``); ``"worker_states"``, one state per worker replica; or
   ``"fast_forward"``: the delivered batches are loaded again and dropped.
 
 See docs/design/resume.md for the format and the guarantees.
@@ -24,7 +25,7 @@ import copy
 import itertools
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -33,6 +34,7 @@ from stoker.data._distributed import DistributedSampler
 from stoker.data._generator import is_torch_generator
 from stoker.data._sample_rng import keyed
 from stoker.data._sampler import BatchSampler, _StatefulSampler
+from stoker.data._state_iterable import check_worker_states, save_iterable
 
 if TYPE_CHECKING:
     from stoker.data._loader import DataLoader
@@ -56,6 +58,13 @@ class EpochProgress:
         skip: batches an iterable-dataset iterator still has to load and drop.
         key: ``(sample seed, epoch)`` for :func:`~stoker.data.sample_rng`.
         stream: the index stream of this epoch.
+        worker_states: an IterableDataset's state per worker id, as of that worker's last
+            batch handed to the user (or its end, once all its batches were handed over).
+        last_worker: the worker whose batch was handed to the user last.
+        exhausted: workers whose replica ended and whose batches were all handed over.
+        states_failed: a worker's ``state_dict()`` failed, so ``worker_states`` is incomplete.
+        resume: the per-worker resume point loaded from a state (``"worker_states"`` mode):
+            ``{"workers": [state or None, ...], "next_worker": id, "exhausted": [ids]}``.
     """
 
     index: int
@@ -66,6 +75,19 @@ class EpochProgress:
     skip: int = 0
     key: tuple[int, int] | None = None
     stream: Iterator[Any] | None = None
+    worker_states: dict[int, Any] = field(default_factory=dict)
+    last_worker: int | None = None
+    exhausted: set[int] = field(default_factory=set)
+    states_failed: bool = False
+    resume: dict[str, Any] | None = None
+
+    def resume_from(self, saved: dict[str, Any]) -> None:
+        """Take a saved per-worker resume point as this epoch's starting position."""
+        workers = list(saved["workers"])
+        self.resume = saved
+        self.worker_states = {w: state for w, state in enumerate(workers) if state is not None}
+        self.exhausted = set(saved["exhausted"])
+        self.last_worker = (int(saved["next_worker"]) - 1) % len(workers)
 
 
 def _offset_target(index_sampler: Any) -> tuple[Any, int] | None:
@@ -105,7 +127,9 @@ class ResumeTracker:
         self._next_index = 0
         self._pending: dict[str, Any] | None = None
 
-    def open_epoch(self, loader: DataLoader, workers: bool) -> tuple[EpochProgress, Iterator[Any]]:
+    def open_epoch(
+        self, loader: DataLoader[Any], workers: bool
+    ) -> tuple[EpochProgress, Iterator[Any]]:
         """Begin an epoch: return its progress and the index stream every iterator consumes.
 
         Args:
@@ -125,6 +149,8 @@ class ResumeTracker:
                 replay = progress.yielded
             if mode == "fast_forward":
                 progress.skip, replay = replay, 0
+            if mode == "worker_states" and pending["sampler_state"] is not None:
+                progress.resume_from(pending["sampler_state"])
         self._next_index = progress.index + 1
         index_sampler = loader._index_sampler
         progress.snapshot = None if _offset_target(index_sampler) else _sampler_state(index_sampler)
@@ -187,7 +213,7 @@ def _decode_generator(generator: Any, saved: Any) -> None:
         )
 
 
-def _describe(loader: DataLoader) -> dict[str, Any]:
+def _describe(loader: DataLoader[Any]) -> dict[str, Any]:
     """The fields a state must match to be loaded into ``loader``."""
     index_sampler = loader._index_sampler
     inner = getattr(index_sampler, "sampler", None) if type(index_sampler) is BatchSampler else None
@@ -205,7 +231,7 @@ def _describe(loader: DataLoader) -> dict[str, Any]:
     return fields
 
 
-def save_state(loader: DataLoader) -> dict[str, Any]:
+def save_state(loader: DataLoader[Any]) -> dict[str, Any]:
     """Return ``loader``'s state (see :meth:`stoker.data.DataLoader.state_dict`)."""
     tracker: ResumeTracker = loader._resume
     if tracker._pending is not None:  # loaded, not iterated yet: the loaded state still holds
@@ -220,7 +246,9 @@ def save_state(loader: DataLoader) -> dict[str, Any]:
         else None
     )
     finished = progress is not None and (
-        progress.finished or (total is not None and progress.started and progress.yielded >= total)
+        progress.finished
+        or (total is not None and progress.started and progress.yielded >= total)
+        or (loader._iterable_kind and len(progress.exhausted) == loader.num_workers > 0)
     )
     begun = progress is not None and (progress.started or progress.yielded > 0) and not finished
     if progress is None:
@@ -240,16 +268,7 @@ def save_state(loader: DataLoader) -> dict[str, Any]:
     )
     target = _offset_target(index_sampler)
     if loader._iterable_kind:
-        dataset_state = getattr(loader.dataset, "state_dict", None)
-        if loader.num_workers == 0 and callable(dataset_state):
-            state["mode"] = "dataset"
-            state["sampler_state"] = None if finished else dataset_state()
-        else:
-            # Per-worker dataset states (taken by each worker right after each batch) will
-            # replace this fast-forward once the workers report them: see resume.md.
-            state["mode"] = "fast_forward"
-            state["sampler_state"] = None
-        return state
+        return save_iterable(loader, state, progress, finished)
     if target is not None:
         sampler, per_batch = target
         consumed = None if not begun else batches * per_batch
@@ -271,7 +290,7 @@ def save_state(loader: DataLoader) -> dict[str, Any]:
     return state
 
 
-def load_state(loader: DataLoader, state: Any) -> None:
+def load_state(loader: DataLoader[Any], state: Any) -> None:
     """Check ``state`` against ``loader`` and apply it (see ``DataLoader.load_state_dict``)."""
     if not isinstance(state, dict):
         raise TypeError(
@@ -290,9 +309,15 @@ def load_state(loader: DataLoader, state: Any) -> None:
         )
     for key, expected in _describe(loader).items():
         if key not in state or state[key] != expected:
+            why = (
+                " (an IterableDataset's batches depend on how many workers shard it, so it "
+                "resumes only with the same num_workers)"
+                if key == "num_workers"
+                else ""
+            )
             raise ValueError(
                 f"state does not fit this loader: {key} is {state.get(key)!r} in the state but "
-                f"{expected!r} here; load it into a loader built like the one that saved it"
+                f"{expected!r} here{why}; load it into a loader built like the one that saved it"
             )
     missing = [k for k in ("epoch", "batches", "mode", "sampler_state") if k not in state]
     if missing:
@@ -316,4 +341,6 @@ def load_state(loader: DataLoader, state: Any) -> None:
         method(saved)
     elif mode == "dataset" and saved is not None:
         loader.dataset.load_state_dict(saved)
+    elif mode == "worker_states" and saved is not None:
+        check_worker_states(loader, saved)
     loader._resume.load(state)

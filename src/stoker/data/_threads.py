@@ -177,6 +177,9 @@ class ThreadPool:
         self.closed = True
         self._stopping = True
         for tasks in self._tasks:
+            with contextlib.suppress(queue.Empty):  # drop queued tasks: stop after the current one
+                while True:
+                    tasks.get_nowait()
             tasks.put(STOP)
         deadline = time.monotonic() + grace
         current = threading.current_thread()

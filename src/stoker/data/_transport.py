@@ -160,11 +160,13 @@ def process_main(
     task_conn: connection.Connection,
     result_conn: connection.Connection,
     main_pid: int,
+    *,
+    resume_state: Any = None,
 ) -> None:
     """Entry point of a worker process: run the worker loop over the process transport.
 
     ``setup`` is None when it comes pickled as the first message on the task pipe (spawn
-    and forkserver), and is then completed with ``worker_id``.
+    and forkserver), and is then completed with ``worker_id`` and ``resume_state``.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     host = ProcessHost(task_conn, result_conn, main_pid)
@@ -173,7 +175,7 @@ def process_main(
             shared = host.receive_raw()
             if not isinstance(shared, WorkerSetup):
                 return
-            setup = dataclasses.replace(shared, worker_id=worker_id)
+            setup = dataclasses.replace(shared, worker_id=worker_id, resume_state=resume_state)
         worker_loop(setup, host)
     finally:
         host.slabs.close()
@@ -204,7 +206,9 @@ class ProcessPool:
         try:
             shared = None
             if setups and context.get_start_method() != "fork":
-                shared = self._pickle_once(context, setups[0])
+                # one blob for all: what differs per worker travels with Process.start
+                common = dataclasses.replace(setups[0], resume_state=None)
+                shared = self._pickle_once(context, common)
             for setup in setups:
                 self._start_one(context, setup, shared)
         except BaseException:
@@ -233,6 +237,7 @@ class ProcessPool:
         process = context.Process(  # type: ignore[attr-defined]
             target=process_main,
             args=(None if shared else setup, setup.worker_id, task_reader, writer, os.getpid()),
+            kwargs={"resume_state": setup.resume_state if shared else None},
             name=f"stoker-data-worker-{setup.worker_id}",
             daemon=True,
         )

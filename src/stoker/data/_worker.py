@@ -10,8 +10,11 @@ epoch on persistent workers) and :data:`STOP`. Every task is answered exactly on
 ``(task_id, status, payload, meta)`` where status is :data:`BATCH`, :data:`FAILED` (payload: a
 :class:`~stoker.data._errors.WorkerFailure`) or :data:`EXHAUSTED` (the worker's iterable
 dataset replica has ended); a reset is answered with ``(-1, RESET_DONE, None, None)``. ``meta``
-is a small dict: ``"busy"`` (seconds the worker spent on the task) and, for an IterableDataset
-that defines ``state_dict()``, ``"worker_state"`` (its state taken right after the batch).
+is a small dict: ``"busy"`` (seconds the worker spent on the task), ``"ended"`` (True with an
+iterable replica's last batch, when the worker already knows it is the last) and, for an
+IterableDataset that defines ``state_dict()``, ``"worker_state"`` (its state taken right after
+the batch). A replica resumed from a checkpoint gets its saved state through
+``WorkerSetup.resume_state`` (see docs/design/resume.md).
 
 Seeds: worker ``i`` of an iterator whose base seed is ``b`` gets ``seed = b + i``, which seeds
 Python's :mod:`random` and, when torch is already imported in the worker, ``torch.manual_seed``.
@@ -160,6 +163,9 @@ class WorkerSetup:
         worker_id: this worker's id.
         num_workers: the number of workers.
         init_fn: the user's ``worker_init_fn``, called with the worker id.
+        resume_state: an IterableDataset replica's saved state: handed to its
+            ``load_state_dict()`` once, after ``worker_init_fn`` and before the first
+            ``iter(dataset)``; None starts the replica afresh.
     """
 
     dataset: Any
@@ -171,6 +177,7 @@ class WorkerSetup:
     worker_id: int
     num_workers: int
     init_fn: Callable[[int], None] | None
+    resume_state: Any = None
 
 
 class WorkerHost(Protocol):
@@ -209,11 +216,17 @@ def _new_fetcher(
 def _start(
     setup: WorkerSetup, dataset: Any, collate_fn: Callable[[Any], Any], *, first: bool
 ) -> tuple[MapFetcher | IterableFetcher | None, WorkerFailure | None]:
-    """Run ``worker_init_fn`` (first epoch only) and create the fetcher; capture failures."""
+    """Run ``worker_init_fn`` and restore a saved state (first epoch only), create the fetcher.
+
+    Failures are captured, not raised: they answer every task of the epoch.
+    """
     where = "in worker_init_fn"
     try:
         if first and setup.init_fn is not None:
             setup.init_fn(setup.worker_id)
+        if first and setup.resume_state is not None:
+            where = "in the IterableDataset's load_state_dict()"
+            dataset.load_state_dict(setup.resume_state)
         where = "while calling iter(dataset)" if setup.iterable else "while starting"
         return _new_fetcher(setup, dataset, collate_fn), None
     except Exception as err:
@@ -245,9 +258,15 @@ def _answer(
 
 
 def _meta(
-    setup: WorkerSetup, get_state: Callable[[], Any] | None, status: int, busy: float
+    setup: WorkerSetup,
+    fetcher: MapFetcher | IterableFetcher | None,
+    get_state: Callable[[], Any] | None,
+    status: int,
+    busy: float,
 ) -> dict[str, Any]:
     meta: dict[str, Any] = {"busy": busy}
+    if status == BATCH and isinstance(fetcher, IterableFetcher) and fetcher.ended:
+        meta["ended"] = True  # this was the replica's last batch
     if get_state is not None and status != FAILED:
         try:
             meta["worker_state"] = get_state()
@@ -285,7 +304,11 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
                 answer: tuple[int, int, Any] = (task_id, FAILED, failure)
             else:
                 answer = _answer(fetcher, setup, task_id, index)
-            meta = _meta(setup, get_state, answer[1], clock() - started) if with_meta else None
+            meta = (
+                _meta(setup, fetcher, get_state, answer[1], clock() - started)
+                if with_meta
+                else None
+            )
             try:
                 host.send((*answer, meta) if with_meta else answer)  # type: ignore[arg-type]
             except OSError:

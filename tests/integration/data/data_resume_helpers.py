@@ -26,6 +26,7 @@ from stoker.data import (
     Sampler,
     WeightedRandomSampler,
     get_shard_info,
+    get_worker_info,
     sample_rng,
 )
 
@@ -82,6 +83,39 @@ class Stream(IterableDataset[Any]):
         return itertools.islice(iter(range(self.n)), shard.index, None, shard.count)
 
 
+class CountingShards(IterableDataset[Any]):
+    """Worker w yields ``w * 100 + j`` for j below ``lengths[w]``, with its position as state.
+
+    The shards have different lengths, so one worker runs out before the other. The position
+    goes back to 0 when a shard ends (so the next epoch starts afresh): a finished worker's
+    final state would start it again, which is why a resume must skip exhausted workers.
+    """
+
+    def __init__(self, lengths: tuple[int, ...] = (14, 5), log: list[int] | None = None) -> None:
+        self.lengths = lengths
+        self.position = 0
+        self.log = log  # thread workers share this list: it shows every sample produced
+
+    def __iter__(self) -> Iterator[int]:
+        info = get_worker_info()
+        worker = 0 if info is None else info.id
+        while self.position < self.lengths[worker]:
+            self.position += 1
+            value = worker * 100 + self.position - 1
+            if self.log is not None:
+                self.log.append(value)
+            yield value
+        self.position = 0
+
+    def state_dict(self) -> dict[str, int]:
+        """The position in this worker's shard."""
+        return {"position": self.position}
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        """Continue from a saved position."""
+        self.position = state["position"]
+
+
 def _torch_generator() -> Any:
     import torch
 
@@ -111,6 +145,7 @@ RECIPES: dict[str, Callable[[dict[str, Any]], DataLoader]] = {
         Augmented(), batch_sampler=ReversedBatches(), generator=4, **kw
     ),
     "iterable": lambda kw: DataLoader(Stream(40), batch_size=3, generator=5, **kw),
+    "iterable-state": lambda kw: DataLoader(CountingShards(), batch_size=3, generator=5, **kw),
 }
 
 

@@ -1,4 +1,9 @@
-"""Datasets and hooks for the worker-process tests, importable by spawn and forkserver workers."""
+"""Datasets and hooks for the worker tests, importable by spawn and forkserver workers.
+
+The tests run each behaviour with process workers and thread workers: :func:`kind_kwargs` turns a
+worker kind into DataLoader arguments and :class:`WorkerWatch` finds the workers an iterator
+started (child processes or threads) and waits for them to end.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,7 @@ import faulthandler
 import os
 import random
 import signal
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +20,56 @@ from typing import Any
 import numpy as np
 
 from stoker.data import Dataset, IterableDataset, get_worker_info
+
+START_METHODS = ["fork", "spawn", "forkserver"]
+WORKER_KINDS = ["process", "thread"]
+"""Worker kinds: process workers (the default start method) and thread workers."""
+ALL_KINDS = [*START_METHODS, "thread"]
+"""Process workers with each start method, and thread workers."""
+
+
+def kind_kwargs(kind: str) -> dict[str, Any]:
+    """DataLoader arguments for ``kind``: "thread", "process", or a start method's name."""
+    if kind == "thread":
+        return {"worker_type": "thread"}
+    if kind == "process":
+        return {}
+    return {"multiprocessing_context": kind}
+
+
+def _worker_threads() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name.startswith("stoker-data-worker-")}
+
+
+class WorkerWatch:
+    """The workers started after this watch was made: child processes (pids) or threads."""
+
+    def __init__(self, kind: str) -> None:
+        self.threads = kind == "thread"
+        self._pids_before = children_of(os.getpid())
+        self._threads_before = _worker_threads()
+
+    def started(self) -> list[Any]:
+        """The workers (pids or threads) started since the watch was made and still alive."""
+        if self.threads:
+            return sorted(_worker_threads() - self._threads_before, key=lambda t: t.name)
+        return sorted(children_of(os.getpid()) - self._pids_before)
+
+    def alive_after(self, workers: list[Any], within: float) -> list[Any]:
+        """Wait up to ``within`` seconds for ``workers`` to end; return those still alive."""
+        if not self.threads:
+            return wait_all_gone(workers, within)
+        deadline = time.monotonic() + within
+        for thread in workers:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
+        return [thread for thread in workers if thread.is_alive()]
+
+
+def ran_in_workers(pids: set[int], kind: str) -> bool:
+    """Whether samples made in the processes ``pids`` came from workers of ``kind``."""
+    if kind == "thread":
+        return pids == {os.getpid()}
+    return os.getpid() not in pids and len(pids) >= 1
 
 
 class RangeDataset(Dataset[Any]):
@@ -36,10 +92,11 @@ class GetItemsDataset(RangeDataset):
     """Marks samples fetched through __getitems__ with via=1 and through __getitem__ with via=0."""
 
     def __getitem__(self, index: int) -> Any:  # type: ignore[override]
-        return {"i": index, "via": 0, "pid": os.getpid()}
+        return {"i": index, "via": 0, "pid": os.getpid(), "tid": threading.get_native_id()}
 
     def __getitems__(self, indices: list[int]) -> list[Any]:
-        return [{"i": i, "via": 1, "pid": os.getpid()} for i in indices]
+        tid = threading.get_native_id()
+        return [{"i": i, "via": 1, "pid": os.getpid(), "tid": tid} for i in indices]
 
 
 class NeedsTwoArgs(Exception):
@@ -115,14 +172,18 @@ class WhoDataset(Dataset[Any]):
     def __getitem__(self, index: int) -> dict[str, Any]:
         info = get_worker_info()
         assert info is not None, "WhoDataset must be read in a worker"
+        if info.rng is not None:  # thread workers: per-worker generators, as documented
+            py_random, np_random = info.rng["random"].random(), info.rng["numpy"].random()
+        else:  # process workers: the process-wide generators, seeded per worker
+            py_random, np_random = random.random(), np.random.random_sample()
         return {
             "index": index,
             "id": info.id,
             "num_workers": info.num_workers,
             "seed": info.seed,
             "pid": os.getpid(),
-            "random": random.random(),
-            "numpy": float(np.random.random_sample()),
+            "random": py_random,
+            "numpy": float(np_random),
             "tag": info.dataset.tag,
             "same_dataset": info.dataset is self,
         }

@@ -14,6 +14,7 @@ from data_resume_helpers import (
     RECIPES,
     WORKER_TYPES,
     Augmented,
+    CountingShards,
     Stream,
     loader_kwargs,
     slow_after_four,
@@ -21,7 +22,7 @@ from data_resume_helpers import (
     take,
 )
 
-from stoker.data import DataLoader
+from stoker.data import DataLoader, get_worker_info
 
 HELPER = str(Path(__file__).resolve().parent / "data_resume_helpers.py")
 EPOCHS = 2
@@ -181,3 +182,154 @@ def test_saving_does_not_wait_for_busy_workers(worker_type: str) -> None:
     iterator.close()
     assert state["batches"] == 1
     assert elapsed < 0.1, f"state_dict() took {elapsed:.3f} s"
+
+
+def _resume_in_process(make: Any, k: int, state: dict[str, Any] | None = None) -> Any:
+    """Take k batches from ``make()`` (after loading ``state``); return them and the new state."""
+    loader = make()
+    if state is not None:
+        loader.load_state_dict(state)
+    head = take(loader, k, 0)
+    saved = json.loads(json.dumps(loader.state_dict()))
+    loader.close()
+    return head, saved
+
+
+ITERABLE_STATE_CASES = [
+    ("process", 1, 0),  # only worker 0 delivered: worker 1 starts afresh, and is next
+    ("process", 4, 1),  # worker 1's shard has ended: it must be skipped, not restarted
+    ("process", 7, 0),  # the epoch's last batch, before StopIteration: the next epoch follows
+    (WORKER_TYPES[-1], 4, 0),
+    (WORKER_TYPES[-1], 7, 1),
+]
+
+
+@pytest.mark.parametrize(("worker_type", "k", "persistent"), ITERABLE_STATE_CASES)
+def test_iterable_dataset_resumes_from_worker_states_in_a_fresh_process(
+    tmp_path: Path, worker_type: str, k: int, persistent: int
+) -> None:
+    """2 workers, each replica with its own state_dict: a fresh process resumes exactly.
+
+    The dataset's shards have different lengths (worker 1 runs out after 2 batches), so the
+    resumed round-robin must start at the right worker and leave the finished one alone.
+    """
+    make = RECIPES["iterable-state"]
+    expected = take(make(loader_kwargs(2, "thread", False)), -1, EPOCHS)
+    per_epoch = len(expected) // EPOCHS
+    assert [batch[0] // 100 for batch in expected[:per_epoch]] == [0, 1, 0, 1, 0, 0, 0]
+    state_file = tmp_path / "state.json"
+    head = _child("iterable-state", 2, worker_type, persistent, "-", state_file, k, 0)
+    state = json.loads(state_file.read_text())
+    assert state["mode"] == "worker_states"
+    if k == per_epoch:
+        assert (state["epoch"], state["batches"], state["sampler_state"]) == (1, 0, None)
+    else:
+        resume = state["sampler_state"]
+        assert resume["next_worker"] == {1: 1, 4: 0}[k]
+        assert resume["exhausted"] == ([1] if k >= 4 else [])
+    tail = _child(
+        "iterable-state", 2, worker_type, persistent, state_file, "-", len(expected) - k, 0
+    )
+    assert head + tail == expected
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_iterable_resume_from_worker_states_can_be_saved_again(worker_type: str) -> None:
+    """A resumed loader saves a state that resumes again; no sample is loaded twice."""
+    log: list[int] = []
+    kwargs = loader_kwargs(2, worker_type, False)
+    expected = take(DataLoader(CountingShards(), batch_size=3, **kwargs), -1, 1)
+
+    def make() -> DataLoader:
+        return DataLoader(CountingShards(log=log), batch_size=3, **kwargs)
+
+    first, state = _resume_in_process(make, 2)
+    second, state = _resume_in_process(make, 1, state)
+    assert state["sampler_state"]["workers"] == [{"position": 6}, {"position": 3}]
+    log.clear()
+    third, _ = _resume_in_process(make, len(expected) - 3, state)
+    assert first + second + third == expected
+    if worker_type == "thread":  # the shared log shows what the workers produced
+        assert sorted(log) == sorted(x for batch in third for x in batch)
+
+
+def test_iterable_worker_states_reach_spawned_workers() -> None:
+    """With spawn (the setup is pickled once for all workers), each worker gets its own state."""
+    kwargs = {**loader_kwargs(2, "process", False), "multiprocessing_context": "spawn"}
+    expected = take(
+        DataLoader(CountingShards(), batch_size=3, **loader_kwargs(2, "thread", False)), -1, 1
+    )
+
+    def make() -> DataLoader:
+        return DataLoader(CountingShards(), batch_size=3, **kwargs)
+
+    head, state = _resume_in_process(make, 3)
+    assert state["sampler_state"]["workers"] == [{"position": 6}, {"position": 3}]
+    tail, _ = _resume_in_process(make, len(expected) - 3, state)
+    assert head + tail == expected
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_iterable_out_of_order_resume_loses_and_repeats_nothing(worker_type: str) -> None:
+    """in_order=False: per-worker states make the resumed run yield exactly the undelivered
+    batches, each worker's in its own order (arrival order between workers)."""
+    kwargs = {**loader_kwargs(2, worker_type, False), "in_order": False}
+
+    def make() -> DataLoader:
+        return DataLoader(CountingShards((12, 12)), batch_size=3, **kwargs)
+
+    head, state = _resume_in_process(make, 3)
+    tail, _ = _resume_in_process(make, 8 - 3, state)
+    samples = [x for batch in head + tail for x in batch]
+    assert sorted(samples) == [*range(12), *range(100, 112)]
+    for worker in (0, 1):
+        mine = [x for x in samples if x // 100 == worker]
+        assert mine == sorted(mine)
+
+
+class BrokenState(CountingShards):
+    """CountingShards whose state_dict() fails in worker 1."""
+
+    def state_dict(self) -> dict[str, int]:
+        info = get_worker_info()
+        if info is not None and info.id == 1:
+            raise OSError("no state here")
+        return super().state_dict()
+
+
+class BrokenLoad(CountingShards):
+    """CountingShards whose load_state_dict() fails."""
+
+    def load_state_dict(self, state: dict[str, int]) -> None:
+        raise KeyError(f"cannot restore {state}")
+
+
+@pytest.mark.parametrize("worker_type", WORKER_TYPES)
+def test_iterable_worker_state_failures(worker_type: str) -> None:
+    """A failing state_dict() warns and falls back to fast-forward (still exact); a failing
+    load_state_dict() re-raises in the main process with its type and worker id."""
+    kwargs = loader_kwargs(2, worker_type, False)
+    expected = take(DataLoader(CountingShards(), batch_size=3, **kwargs), -1, 1)
+    broken = DataLoader(BrokenState(), batch_size=3, **kwargs)
+    with pytest.warns(RuntimeWarning, match="state_dict\\(\\) failed in worker 1"):
+        head = take(broken, 3, 0)
+    state = broken.state_dict()
+    broken.close()
+    assert state["mode"] == "fast_forward"
+    resumed = DataLoader(BrokenState(), batch_size=3, **kwargs)
+    resumed.load_state_dict(state)
+    with pytest.warns(RuntimeWarning, match="state_dict\\(\\) failed"):
+        assert head + take(resumed, len(expected) - 3, 0) == expected
+    resumed.close()
+
+    good = DataLoader(CountingShards(), batch_size=3, **kwargs)
+    take(good, 3, 0)
+    state = good.state_dict()
+    good.close()
+    failing = DataLoader(BrokenLoad(), batch_size=3, **kwargs)
+    failing.load_state_dict(state)
+    with pytest.raises(KeyError, match="cannot restore") as caught:
+        next(iter(failing))
+    assert "load_state_dict" in str(caught.value)
+    assert caught.value.worker_id in (0, 1)  # type: ignore[attr-defined]
+    failing.close()

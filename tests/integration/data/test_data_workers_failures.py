@@ -1,4 +1,11 @@
-"""Failures in worker processes: exceptions, deaths by signal or exit, timeouts; all bounded."""
+"""Failures in workers: exceptions, deaths by signal or exit, timeouts; all bounded.
+
+Exceptions and timeouts are checked with process workers (each start method where it matters)
+and thread workers alike: the same type, worker id, dataset index and worker traceback. Deaths
+by signal or exit, pickling and importing apply to processes only (a thread cannot be killed
+from outside and shares the main process's objects); the unit tests cover a thread that ends on
+its own.
+"""
 
 from __future__ import annotations
 
@@ -14,11 +21,15 @@ from typing import Any
 import numpy as np
 import pytest
 from data_workers_helpers import (
+    ALL_KINDS,
+    WORKER_KINDS,
     DyingDataset,
     FailingDataset,
     RangeDataset,
     SlowDataset,
+    WorkerWatch,
     failing_init,
+    kind_kwargs,
     wait_all_gone,
 )
 
@@ -30,15 +41,11 @@ pytestmark = pytest.mark.filterwarnings(
     "ignore:This process .* is multi-threaded:DeprecationWarning"
 )
 
-START_METHODS = ["fork", "spawn", "forkserver"]
 
-
-@pytest.mark.parametrize("start_method", START_METHODS)
-def test_worker_exception_keeps_type_worker_index_and_traceback(start_method: str) -> None:
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_worker_exception_keeps_type_worker_index_and_traceback(kind: str) -> None:
     """A dataset error re-raises in order with its type, worker id, index and worker traceback."""
-    loader = DataLoader(
-        FailingDataset(8, bad=5), batch_size=2, num_workers=2, multiprocessing_context=start_method
-    )
+    loader = DataLoader(FailingDataset(8, bad=5), batch_size=2, num_workers=2, **kind_kwargs(kind))
     iterator = iter(loader)
     assert np.asarray(next(iterator)[1]).tolist() == [0, 1]
     assert np.asarray(next(iterator)[1]).tolist() == [2, 3]
@@ -59,9 +66,11 @@ def test_worker_exception_keeps_type_worker_index_and_traceback(start_method: st
         list(loader)
 
 
-def test_key_error_is_rebuilt_with_readable_message() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_key_error_is_rebuilt_with_readable_message(kind: str) -> None:
     """A KeyError keeps its type and prints its lines, not one quoted string."""
-    loader = DataLoader(FailingDataset(4, bad=1, kind="key"), batch_size=None, num_workers=1)
+    dataset = FailingDataset(4, bad=1, kind="key")
+    loader = DataLoader(dataset, batch_size=None, num_workers=1, **kind_kwargs(kind))
     with pytest.raises(KeyError) as caught:
         list(loader)
     text = str(caught.value)
@@ -70,17 +79,22 @@ def test_key_error_is_rebuilt_with_readable_message() -> None:
     assert "\\n" not in text
 
 
-def test_unrebuildable_exception_falls_back_to_runtime_error() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_unrebuildable_exception_falls_back_to_runtime_error(kind: str) -> None:
     """An exception type that needs more than a message comes back as RuntimeError."""
-    loader = DataLoader(FailingDataset(4, bad=2, kind="twoargs"), batch_size=None, num_workers=1)
+    dataset = FailingDataset(4, bad=2, kind="twoargs")
+    loader = DataLoader(dataset, batch_size=None, num_workers=1, **kind_kwargs(kind))
     with pytest.raises(RuntimeError, match="NeedsTwoArgs") as caught:
         list(loader)
     assert "cannot rebuild" in str(caught.value)
 
 
-def test_worker_init_fn_failure_is_reported() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_worker_init_fn_failure_is_reported(kind: str) -> None:
     """An exception in worker_init_fn re-raises with its type and says where it happened."""
-    loader = DataLoader(RangeDataset(4), num_workers=1, worker_init_fn=failing_init)
+    loader = DataLoader(
+        RangeDataset(4), num_workers=1, worker_init_fn=failing_init, **kind_kwargs(kind)
+    )
     with pytest.raises(OSError, match="cannot open its shard") as caught:
         next(iter(loader))
     assert "in worker_init_fn" in str(caught.value)
@@ -151,17 +165,22 @@ def test_worker_killed_from_outside_is_noticed(start_method: str) -> None:
     assert time.monotonic() - start < 5
 
 
-def test_timeout_raises_naming_the_timeout() -> None:
-    """A batch slower than timeout raises RuntimeError naming the timeout, on time."""
-    loader = DataLoader(SlowDataset(4, slow=0, delay=5), num_workers=1, timeout=0.4)
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_timeout_raises_naming_the_timeout(kind: str) -> None:
+    """A batch slower than timeout raises RuntimeError naming the timeout, on time; closing
+    ends the workers (a thread once its slow fetch returns: threads cannot be stopped)."""
+    watch = WorkerWatch(kind)
+    dataset = SlowDataset(4, slow=0, delay=1.5)
+    loader = DataLoader(dataset, num_workers=1, timeout=0.4, **kind_kwargs(kind))
     with iter(loader) as iterator:
+        workers = watch.started()
+        assert len(workers) == 1
         start = time.monotonic()
         with pytest.raises(RuntimeError, match=r"timed out after 0\.4 seconds") as caught:
             next(iterator)
-        assert 0.35 < time.monotonic() - start < 2.5
+        assert 0.35 < time.monotonic() - start < 1.4
         assert "timeout=0.4" in str(caught.value)
-        pids = iterator.worker_pids
-    assert not wait_all_gone(pids, within=5)
+    assert not watch.alive_after(workers, within=5)
 
 
 def test_unpicklable_dataset_with_spawn_says_what_to_do() -> None:

@@ -1,4 +1,8 @@
-"""No worker outlives its iterator: break, del, errors, close, interrupts, exit, a killed parent."""
+"""No worker outlives its iterator: break, del, errors, close, interrupts, exit, a killed parent.
+
+In-process paths run with process and thread workers; the paths where the main process itself
+exits or is killed apply to processes only (threads end with their process).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +16,17 @@ import sys
 import textwrap
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
-from data_workers_helpers import RangeDataset, SteadyDataset, children_of, wait_all_gone
+from data_workers_helpers import (
+    WORKER_KINDS,
+    RangeDataset,
+    SteadyDataset,
+    WorkerWatch,
+    kind_kwargs,
+    wait_all_gone,
+)
 
 from stoker.data import DataLoader
 
@@ -27,80 +39,89 @@ pytestmark = pytest.mark.filterwarnings(
 HERE = Path(__file__).resolve().parent
 
 
-def _new_children(before: set[int]) -> set[int]:
-    """Children of this process that were not there before."""
-    return children_of(os.getpid()) - before
-
-
-def test_breaking_out_of_a_loop_stops_the_workers() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_breaking_out_of_a_loop_stops_the_workers(kind: str) -> None:
     """`for batch in loader: break` leaves no worker alive within 5 s."""
-    before = children_of(os.getpid())
-    workers: set[int] = set()
-    for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2):
-        workers = _new_children(before)
+    watch = WorkerWatch(kind)
+    workers: list[Any] = []
+    for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2, **kind_kwargs(kind)):
+        workers = watch.started()
         break
     assert len(workers) == 2
-    assert not wait_all_gone(sorted(workers), within=5)
+    assert not watch.alive_after(workers, within=5)
 
 
-def test_deleting_the_iterator_stops_the_workers() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_deleting_the_iterator_stops_the_workers(kind: str) -> None:
     """`del iterator` leaves no worker alive within 5 s."""
-    iterator = iter(DataLoader(SteadyDataset(100, 0.01), num_workers=2))
+    watch = WorkerWatch(kind)
+    iterator = iter(DataLoader(SteadyDataset(100, 0.01), num_workers=2, **kind_kwargs(kind)))
     next(iterator)
-    pids = iterator.worker_pids
+    workers = watch.started()
+    assert len(workers) == 2
     del iterator
-    assert not wait_all_gone(pids, within=5)
+    assert not watch.alive_after(workers, within=5)
 
 
-def test_an_exception_in_the_training_loop_stops_the_workers() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_an_exception_in_the_training_loop_stops_the_workers(kind: str) -> None:
     """An exception raised in the loop body ends the workers once it leaves the loop."""
-    before = children_of(os.getpid())
-    workers: set[int] = set()
+    watch = WorkerWatch(kind)
+    workers: list[Any] = []
 
     def train() -> None:
         nonlocal workers
-        for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2):
-            workers = _new_children(before)
+        for _ in DataLoader(SteadyDataset(100, 0.01), num_workers=2, **kind_kwargs(kind)):
+            workers = watch.started()
             raise ArithmeticError("loss is nan")
 
     with pytest.raises(ArithmeticError, match="loss is nan"):
         train()
     assert len(workers) == 2
-    assert not wait_all_gone(sorted(workers), within=5)
+    assert not watch.alive_after(workers, within=5)
 
 
+@pytest.mark.parametrize("kind", WORKER_KINDS)
 @pytest.mark.parametrize("how", ["close", "with"])
-def test_close_and_context_manager_stop_the_workers(how: str) -> None:
+def test_close_and_context_manager_stop_the_workers(how: str, kind: str) -> None:
     """close() and leaving a `with` block stop workers; a closed iterator is exhausted."""
-    loader = DataLoader(SteadyDataset(100, 0.01), num_workers=2)
+    watch = WorkerWatch(kind)
+    loader = DataLoader(SteadyDataset(100, 0.01), num_workers=2, **kind_kwargs(kind))
     iterator = iter(loader)
-    pids = iterator.worker_pids
+    workers = watch.started()
+    assert len(workers) == 2
     if how == "close":
         next(iterator)
         iterator.close()
     else:
         with iterator:
             next(iterator)
-    assert not wait_all_gone(pids, within=5)
+    assert not watch.alive_after(workers, within=5)
     assert list(iterator) == []
 
 
-def test_workers_stop_at_the_end_of_an_epoch() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_workers_stop_at_the_end_of_an_epoch(kind: str) -> None:
     """Without persistent_workers, exhausting the iterator stops its workers."""
-    iterator = iter(DataLoader(RangeDataset(4), num_workers=2))
-    pids = iterator.worker_pids
+    watch = WorkerWatch(kind)
+    iterator = iter(DataLoader(RangeDataset(4), num_workers=2, **kind_kwargs(kind)))
+    workers = watch.started()
+    assert len(workers) == 2
     assert len(list(iterator)) == 4
-    assert not wait_all_gone(pids, within=5)
+    assert not watch.alive_after(workers, within=5)
 
 
-def test_closing_the_loader_stops_persistent_workers() -> None:
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_closing_the_loader_stops_persistent_workers(kind: str) -> None:
     """DataLoader.close() (and its `with` block) stops persistent workers."""
-    with DataLoader(RangeDataset(4), num_workers=2, persistent_workers=True) as loader:
+    watch = WorkerWatch(kind)
+    kwargs = kind_kwargs(kind)
+    with DataLoader(RangeDataset(4), num_workers=2, persistent_workers=True, **kwargs) as loader:
         iterator = iter(loader)
         assert len(list(iterator)) == 4
-        pids = iterator.worker_pids
-        assert not any(p not in children_of(os.getpid()) for p in pids)
-    assert not wait_all_gone(pids, within=5)
+        workers = watch.started()
+        assert len(workers) == 2  # still alive after the epoch
+    assert not watch.alive_after(workers, within=5)
 
 
 SCRIPT = textwrap.dedent(
@@ -179,10 +200,14 @@ def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: P
         assert proc.returncode == 0, stderr
 
 
-def test_ctrl_c_while_waiting_closes_the_iterator() -> None:
-    """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once."""
-    iterator = iter(DataLoader(SteadyDataset(10, 5.0), num_workers=2))
-    pids = iterator.worker_pids
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_ctrl_c_while_waiting_closes_the_iterator(kind: str) -> None:
+    """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once
+    (a thread once its current fetch returns)."""
+    watch = WorkerWatch(kind)
+    iterator = iter(DataLoader(SteadyDataset(10, 0.6), num_workers=2, **kind_kwargs(kind)))
+    workers = watch.started()
+    assert len(workers) == 2
     timer = threading.Timer(0.3, _thread.interrupt_main)
     timer.start()
     try:
@@ -191,4 +216,4 @@ def test_ctrl_c_while_waiting_closes_the_iterator() -> None:
     finally:
         timer.cancel()
     assert iterator.closed
-    assert not wait_all_gone(pids, within=5)
+    assert not watch.alive_after(workers, within=5)

@@ -151,6 +151,35 @@ def test_weighted_random_sampler_with_torch_generator_equals_torch(
     )
 
 
+LARGE_WEIGHTS = [0.5 + (i % 7) for i in range(3000)]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["random", "random-rounds", "subset", "weighted", "weighted-no-replacement"],
+)
+def test_large_epochs_with_torch_generator_equal_torch(kind: str) -> None:
+    """Epochs longer than the pieces stoker cuts them into still equal torch's draws."""
+    make: dict[str, Callable[[Any], Any]] = {
+        "random": lambda m: m.RandomSampler(range(3000), generator=_g()),
+        "random-rounds": lambda m: m.RandomSampler(range(3000), num_samples=7000, generator=_g()),
+        "subset": lambda m: m.SubsetRandomSampler(list(range(3000)), generator=_g()),
+        "weighted": lambda m: m.WeightedRandomSampler(LARGE_WEIGHTS, 2500, generator=_g()),
+        "weighted-no-replacement": lambda m: m.WeightedRandomSampler(
+            LARGE_WEIGHTS, 2500, False, generator=_g()
+        ),
+    }
+    theirs, ours = make[kind](tud), make[kind](sd)
+    assert list(ours) == list(theirs)
+    assert list(sd.BatchSampler(make[kind](sd), 300, False)) == list(
+        tud.BatchSampler(make[kind](tud), 300, False)
+    )
+
+
+def _g() -> Any:
+    return torch.Generator().manual_seed(99)
+
+
 @pytest.mark.parametrize("lengths", [[3, 7], [0.3, 0.3, 0.4], [0.5, 0.5]])
 def test_random_split_with_torch_generator_equals_torch(lengths: list[float]) -> None:
     """random_split with a torch.Generator makes torch's split."""

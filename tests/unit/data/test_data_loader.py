@@ -6,6 +6,7 @@ import os
 import pickle
 import sys
 import types
+import typing
 from collections.abc import Iterator
 from typing import Any
 
@@ -153,6 +154,21 @@ def test_defaults_match_torch() -> None:
     unbatched = DataLoader(Squares(4), batch_size=None)
     assert unbatched.batch_sampler is None
     assert unbatched.collate_fn is not loader.collate_fn
+
+
+def test_loader_is_generic_in_the_sample_type() -> None:
+    """`DataLoader[T]` subscripts, instantiates, and subclasses at run time, as torch's does."""
+    alias = DataLoader[int]
+    assert typing.get_origin(alias) is DataLoader
+    assert typing.get_args(alias) == (int,)
+    loader = alias([1, 2, 3], batch_size=2)
+    assert isinstance(loader, DataLoader)
+    assert [batch.tolist() for batch in loader] == [[1, 2], [3]]
+
+    class IntLoader(DataLoader[int]):
+        """A subclass fixing the sample type."""
+
+    assert [batch.tolist() for batch in IntLoader([4, 5], batch_size=2)] == [[4, 5]]
 
 
 @pytest.mark.parametrize(

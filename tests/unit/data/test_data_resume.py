@@ -312,6 +312,25 @@ def test_iterable_state_from_another_num_workers_raises() -> None:
         other.load_state_dict(state)
 
 
+def test_iterable_worker_states_must_fit_the_loader() -> None:
+    """A per-worker state needs the same num_workers, a dataset with load_state_dict, and the
+    shape state_dict() gives; each mismatch raises ValueError saying what differs."""
+    two = DataLoader(StatefulCounting(10), batch_size=2, num_workers=2)
+    state = json.loads(json.dumps(two.state_dict()))
+    assert (state["mode"], state["sampler_state"]) == ("worker_states", None)
+    one = DataLoader(StatefulCounting(10), batch_size=2, num_workers=1)
+    with pytest.raises(ValueError, match=r"num_workers is 2 in the state but 1 here \(an Iter"):
+        one.load_state_dict(state)
+    state["sampler_state"] = {"workers": [None], "next_worker": 0, "exhausted": []}
+    with pytest.raises(ValueError, match=r"one dataset state per worker \(2\)"):
+        DataLoader(StatefulCounting(10), batch_size=2, num_workers=2).load_state_dict(state)
+    state["sampler_state"]["workers"] = [{"position": 2}, None]
+    with pytest.raises(ValueError, match="Counting has no state_dict\\(\\)/load_state_dict"):
+        DataLoader(Counting(10), batch_size=2, num_workers=2).load_state_dict(state)
+    without_workers = DataLoader(Counting(10), batch_size=2, num_workers=2).state_dict()
+    assert without_workers["mode"] == "fast_forward"
+
+
 def test_sampler_set_epoch_keeps_a_loaded_offset_for_the_same_epoch() -> None:
     """RandomSampler.set_epoch(e) after loading a state of epoch e keeps its offset."""
     sampler = RandomSampler(Indexed(), generator=8)

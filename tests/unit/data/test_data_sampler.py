@@ -11,6 +11,7 @@ import pytest
 
 from stoker.data import (
     BatchSampler,
+    DistributedSampler,
     RandomSampler,
     Sampler,
     SequentialSampler,
@@ -355,3 +356,48 @@ def test_generator_attribute_can_be_replaced_and_epochs_set() -> None:
         sampler.generator = "x"
     with pytest.raises(ValueError, match="epoch must be a non-negative int"):
         sampler.set_epoch(-1)
+
+
+LARGE = 5000  # spans several of the lists an epoch is cut into (1024, 2048, 4096, ...)
+LARGE_FACTORIES = {
+    "sequential": lambda: SequentialSampler(range(LARGE)),
+    "random": lambda: RandomSampler(range(LARGE), generator=4),
+    "rounds": lambda: RandomSampler(range(3000), num_samples=LARGE, generator=4),
+    "replacement": lambda: RandomSampler(range(LARGE), True, generator=4),
+    "subset": lambda: SubsetRandomSampler(list(range(7, 7 + LARGE)), generator=4),
+    "weighted": lambda: WeightedRandomSampler(np.arange(1.0, LARGE + 1), LARGE, generator=4),
+    "distributed": lambda: DistributedSampler(range(2 * LARGE), 2, 1, seed=4),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LARGE_FACTORIES))
+def test_large_epochs_batch_and_resume_across_internal_pieces(name: str) -> None:
+    """Epochs produced piece by piece: batches of 300 (which straddle the pieces) equal
+    grouping the per-index output, which is a whole epoch, and resuming at offsets on both
+    sides of a piece boundary gives the rest of the same epoch."""
+    make = LARGE_FACTORIES[name]
+    indices = list(make())
+    assert len(indices) == LARGE
+    if name in ("sequential", "random", "subset"):
+        assert sorted(indices) == sorted(set(indices))  # a permutation: nothing repeated
+    batches = list(BatchSampler(make(), 300, False))
+    assert batches == [indices[i : i + 300] for i in range(0, LARGE, 300)]
+    for consumed in (1023, 1024, 1025, 3100):
+        sampler = make()
+        iterator = iter(sampler)
+        for _ in range(consumed):
+            next(iterator)
+        state = json.loads(json.dumps(sampler.state_dict()))
+        assert state["offset"] == consumed
+        restored = make()
+        restored.load_state_dict(state)
+        assert list(restored) == indices[consumed:]
+
+
+def test_first_batch_does_not_wait_for_the_whole_epoch() -> None:
+    """A sequential epoch of 10**12 indices gives its first batches at once: the epoch is
+    produced in pieces, never as one list (which could not even fit in memory)."""
+    huge = SequentialSampler(range(10**12))
+    assert next(iter(huge)) == 0
+    batches = iter(BatchSampler(huge, 3, False))
+    assert [next(batches), next(batches)] == [[0, 1, 2], [3, 4, 5]]
