@@ -193,7 +193,9 @@ def _build(
             from spdl.pipeline import iterate_in_subprocess
 
             if workers == 0:
-                return (lambda: _spdl_stream(n, 0, 1, batch)), epochs
+                # Without a subprocess there is no SPDL code left to measure, only the batching
+                # generator this benchmark feeds it; report n/a rather than a number of our own.
+                raise NotImplementedError("spdl's iterate_in_subprocess needs num_workers >= 1")
             sources = [
                 iterate_in_subprocess(partial(_spdl_stream, n, w, workers, batch))
                 for w in range(workers)
