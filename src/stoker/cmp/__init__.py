@@ -26,10 +26,14 @@ root is labelled with its type name (tabs shown as spaces here)::
 Values of different types are never equal. Dataclasses and namedtuples compare by field, mappings
 by key, lists and tuples by aligned elements, sets by membership, NumPy arrays by dtype, shape and
 elements, multi-line strings line by line, and other objects with ``==``. Cyclic values are fine.
+Bytes that are not mostly text are reported as hex dump rows, as go-cmp does for binary data.
+Under options that can change element equality, set elements are matched one to one under the
+options instead (O(n*m) comparisons at worst, only then).
 
 Options change the rules: :func:`approx`, :func:`nan_equal`, :func:`ignore`,
 :func:`sort_sequences`, :func:`comparer` and :func:`transformer`. Paths in :func:`ignore` are
-spelled ``.field``, ``[index]`` and ``["key"]``, with ``*`` matching any one step.
+spelled ``.field``, ``[index]`` and ``["key"]``, with ``*`` matching any one step; a set element
+is at ``[*]`` below its set.
 """
 
 from __future__ import annotations

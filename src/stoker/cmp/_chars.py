@@ -16,7 +16,7 @@ from stoker.cmp._lcs import align
 from stoker.cmp._literal import quote
 from stoker.cmp._text import Block, Line, Rec, Wrap, ellipsis
 
-__all__ = ["BRIDGE", "KEEP", "MIN_LENGTH", "PIECE", "chars_text"]
+__all__ = ["BRIDGE", "KEEP", "MIN_LENGTH", "PIECE", "Stretch", "chars_text", "stretches"]
 
 #: Shortest strings (both sides) diffed piece by piece; shorter ones are shown whole.
 MIN_LENGTH = 32
@@ -29,7 +29,7 @@ BRIDGE = PIECE // 4
 
 
 @dataclass
-class _Stretch:
+class Stretch:
     """Equal or changed characters: ``x[x0:x1]`` against ``y[y0:y1]``."""
 
     equal: bool
@@ -39,24 +39,27 @@ class _Stretch:
     y1: int
 
 
-def _stretches(x: Any, y: Any) -> list[_Stretch]:
-    """Cut the alignment of ``x`` and ``y`` into equal and changed stretches; bridge short gaps."""
-    found: list[_Stretch] = []
+def stretches(x: Any, y: Any, bridge: int = BRIDGE) -> list[Stretch]:
+    """Cut the alignment of ``x`` and ``y`` into equal and changed stretches.
+
+    An equal stretch of at most ``bridge`` items between two changes joins them.
+    """
+    found: list[Stretch] = []
     pos_x = pos_y = 0
     for op, i, j in align(len(x), len(y), lambda i, j: x[i] == y[j]):
         equal = op == "="
         if not found or found[-1].equal != equal:
-            found.append(_Stretch(equal, pos_x, pos_x, pos_y, pos_y))
+            found.append(Stretch(equal, pos_x, pos_x, pos_y, pos_y))
         if i is not None:
             pos_x = found[-1].x1 = i + 1
         if j is not None:
             pos_y = found[-1].y1 = j + 1
-    merged: list[_Stretch] = []
+    merged: list[Stretch] = []
     for stretch in found:
         if (
             not stretch.equal
             and len(merged) >= 2
-            and merged[-1].x1 - merged[-1].x0 <= BRIDGE
+            and merged[-1].x1 - merged[-1].x0 <= bridge
             and not merged[-2].equal
         ):
             merged.pop()
@@ -86,17 +89,17 @@ def chars_text(x: str | bytes, y: str | bytes) -> Wrap:
         "bbbbbbbbbb",
       ])
     """
-    stretches = _stretches(x, y)
+    found = stretches(x, y)
     name = "character" if isinstance(x, str) else "byte"
     recs: list[Rec] = []
-    for number, stretch in enumerate(stretches):
+    for number, stretch in enumerate(found):
         if not stretch.equal:
             recs += _pieces(x[stretch.x0 : stretch.x1], "-")
             recs += _pieces(y[stretch.y0 : stretch.y1], "+")
             continue
         text = x[stretch.x0 : stretch.x1]
         low = 0 if number == 0 else min(len(text), KEEP)
-        high = 0 if number == len(stretches) - 1 else min(len(text) - low, KEEP)
+        high = 0 if number == len(found) - 1 else min(len(text) - low, KEEP)
         if len(text) - low - high <= PIECE:
             low = len(text) - high
         recs += _pieces(text[:low], " ")

@@ -3,8 +3,9 @@
 A path is a tuple of :class:`Step`. A field of a dataclass or namedtuple is spelled ``.name``, an
 index of a list or tuple ``[3]`` (the index in the first value, or in the second for an element
 only the second has), and a dict key ``["key"]`` (the key as a Python literal). The root is the
-empty path ``""``. A pattern uses the same spelling and may put ``*`` in place of a name, index or
-key: ``[*].id`` matches the ``id`` field of every element of a top-level list.
+empty path ``""``. A set element has no index or key: its step is spelled ``[*]``. A pattern uses
+the same spelling and may put ``*`` in place of a name, index or key: ``[*].id`` matches the
+``id`` field of every element of a top-level list.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ a differing child is shown in one of two ways:
 
 * nested, with its own differences inside (``key: {`` ... ``},``), when it is a container with more
   than one child, a multi-line string, a long string or bytes (``"".join([...])``, see
-  :mod:`stoker.cmp._chars`), an array or a transformed value;
+  :mod:`stoker.cmp._chars`), binary bytes (a hex dump, see :mod:`stoker.cmp._binary`), an array
+  or a transformed value;
 * whole, as a removed line and an added line (``- key: 1,`` / ``+ key: 2,``), otherwise; when both
   lines would read the same, the type names are added, then the object ids (numbers are left
   as they are: NaN differs from NaN and reads the same).
@@ -23,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from stoker.cmp._array import array_text
+from stoker.cmp._binary import hex_text, is_binary
 from stoker.cmp._chars import MIN_LENGTH, chars_text
 from stoker.cmp._elide import Entry, Tally, elide
 from stoker.cmp._lines import lines_text
@@ -54,8 +56,23 @@ def _long_text(node: Node) -> bool:
     )
 
 
+def _binary(node: Node) -> bool:
+    """Whether ``node`` holds two differing byte strings that are not mostly text (a hex dump)."""
+    x, y = node.x, node.y
+    return (
+        node.kind is Kind.LEAF
+        and type(x) is type(y)
+        and isinstance(x, bytes | bytearray)
+        and not node.equal
+        and not node.ignored
+        and is_binary(x, y)
+    )
+
+
 def _labelled(node: Node) -> Text:
     """Return ``node`` shown with its type name, as at the root or inside ``Inverse(...)``."""
+    if _binary(node):
+        return hex_text(node.x, node.y, node.label)
     if _long_text(node):
         return Wrap(f"{node.label}(", chars_text(node.x, node.y), ")")
     if node.kind is Kind.LEAF:
@@ -128,6 +145,8 @@ def _changed(node: Node, key: str | None) -> list[Rec]:
         and len(node.children) == 1
         and node.children[0].node.kind is Kind.LEAF
     )
+    if _binary(node):
+        return [Rec(hex_text(node.x, node.y, node.label), key=key)]
     if _long_text(node):
         return [Rec(chars_text(node.x, node.y), key=key)]
     if node.kind is Kind.LEAF or single_leaf:

@@ -2,7 +2,8 @@
 
 The walk dispatches on type: values of different types never compare equal (unlike ``==``, which
 says ``1 == 1.0``); dataclasses and namedtuples compare field by field, mappings key by key, lists
-and tuples element by element after alignment (see :mod:`stoker.cmp._lcs`), sets by membership,
+and tuples element by element after alignment (see :mod:`stoker.cmp._lcs`), sets by membership
+(or, under options that can change element equality, by matching, see :meth:`Walker._matched_sets`),
 NumPy arrays by dtype, shape and elements, multi-line strings line by line in the report, and any
 other object through its ``__eq__``.
 
@@ -30,12 +31,15 @@ from stoker.cmp._lcs import align
 from stoker.cmp._literal import type_label
 from stoker.cmp._node import MISSING, Child, Kind, Node
 from stoker.cmp._options import TypeOption
-from stoker.cmp._path import Step, format_path
+from stoker.cmp._path import WILDCARD, Step, format_path
 from stoker.cmp._settings import Settings
 
-__all__ = ["Walker", "sort_key_order"]
+__all__ = ["SET_ELEMENT", "Walker", "sort_key_order"]
 
 Path = tuple[Step, ...]
+
+#: The step to an element of a set (elements have no index or key), spelled ``[*]``.
+SET_ELEMENT = Step(WILDCARD)
 
 
 def sort_key_order(values: list[Any]) -> list[Any]:
@@ -44,6 +48,15 @@ def sort_key_order(values: list[Any]) -> list[Any]:
         return sorted(values)
     except TypeError:
         return sorted(values, key=lambda v: (type(v).__qualname__, repr(v)))
+
+
+def _sorted_order(values: list[Any]) -> list[int]:
+    """Return the indices of ``values`` in the order :func:`sort_key_order` puts the values."""
+    indices = range(len(values))
+    try:
+        return sorted(indices, key=lambda i: values[i])
+    except TypeError:
+        return sorted(indices, key=lambda i: (type(values[i]).__qualname__, repr(values[i])))
 
 
 def _is_namedtuple(value: object) -> bool:
@@ -120,6 +133,8 @@ class Walker:
         if isinstance(x, np.generic):
             return Node(Kind.LEAF, x, y, bool(x == y), label=label)
         if isinstance(x, set | frozenset):
+            if s.approx or s.nan_equal or s.ignores or s.by_type:
+                return self._matched_sets(x, y, path, label, quick)
             return self._sets(x, y, label, quick)
         if not (_is_dataclass_instance(x) or isinstance(x, list | tuple | Mapping)):
             return Node(Kind.LEAF, x, y, _eq_fallback(x, y), label=label)
@@ -266,4 +281,52 @@ class Walker:
             cx = item if item in x else MISSING
             cy = item if item in y else MISSING
             node.children.append(Child(None, Node(Kind.LEAF, cx, cy, item in x and item in y)))
+        return node
+
+    def _matched_sets(self, x: Any, y: Any, path: Path, label: str, quick: bool) -> Node:
+        """Compare two sets under options that can change element equality, by matching.
+
+        Each element of ``x`` (in sorted order) is matched to the first unmatched element of
+        ``y`` it equals under the options, trying the element ``y`` holds by hash first. So a set
+        of identical elements costs O(n), and the worst case is O(n*m) element comparisons,
+        paid only when ``approx``, ``nan_equal``, ``ignore``, ``comparer`` or ``transformer`` is
+        given (otherwise :meth:`_sets` compares by hash membership). Matching is greedy: with a
+        tolerance that is not transitive it may miss a pairing that exists. Elements are
+        compared by the full walk, so ``1`` and ``1.0`` differ here although ``{1} == {1.0}``.
+        Elements are at the path ``[*]`` below the set, for :func:`stoker.cmp.ignore`.
+        """
+        node = Node(Kind.SET, x, y, True, label=label)
+        where = (*path, SET_ELEMENT)
+        xs, ys = list(x), list(y)
+        x_order, y_order = _sorted_order(xs), _sorted_order(ys)
+        by_hash = {item: j for j, item in enumerate(ys)}
+        free = dict.fromkeys(y_order)  # unmatched elements of y, in sorted order
+        pairs: list[tuple[Any, Node]] = []  # (sort value, node)
+        for i in x_order:
+            a = xs[i]
+            candidates = [by_hash[a]] if a in by_hash and by_hash[a] in free else []
+            found: Node | None = None
+            for j in [*candidates, *(j for j in free if j not in candidates)]:
+                pair = self.compare(a, ys[j], where, True)
+                if pair.equal:
+                    found = pair
+                    del free[j]
+                    break
+            if found is None:
+                found = self._one_sided(a, MISSING, where)
+            pairs.append((a, found))
+            if not found.equal:
+                node.equal = False
+                if quick:
+                    return node
+        for j in free:
+            found = self._one_sided(MISSING, ys[j], where)
+            pairs.append((ys[j], found))
+            if not found.equal:
+                node.equal = False
+                if quick:
+                    return node
+        if not quick and not node.equal:
+            order = _sorted_order([value for value, _ in pairs])
+            node.children = [Child(None, pairs[k][1]) for k in order]
         return node
