@@ -258,17 +258,27 @@ class Reader:
         return out
 
     def histograms(self, tag: str, run: str | None = None) -> list[HistogramEvent]:
-        """Return every histogram of a tag."""
+        """Return every histogram of a tag.
+
+        Classic ``histo`` values and TF2-style ``[k, 3]`` tensors of the histograms plugin both
+        come back; the latter carry estimated ``sum`` and ``sum_squares`` (``stats_estimated``).
+        """
         data, name = self._locate("histograms", tag, run)
         return list(data.items["histograms"][name])
 
     def images(self, tag: str, run: str | None = None) -> list[ImageEvent]:
-        """Return every image of a tag, still encoded (see :meth:`ImageEvent.to_numpy`)."""
+        """Return every image of a tag, still encoded (see :meth:`ImageEvent.to_numpy`).
+
+        A TF2-style image tensor holding several pictures gives one event per picture.
+        """
         data, name = self._locate("images", tag, run)
         return list(data.items["images"][name])
 
     def audio(self, tag: str, run: str | None = None) -> list[AudioEvent]:
-        """Return every audio clip of a tag, still encoded (see :meth:`AudioEvent.to_numpy`)."""
+        """Return every audio clip of a tag, still encoded (see :meth:`AudioEvent.to_numpy`).
+
+        A TF2-style audio tensor holding several clips gives one event per clip.
+        """
         data, name = self._locate("audio", tag, run)
         return list(data.items["audio"][name])
 

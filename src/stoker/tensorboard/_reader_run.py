@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import warnings
 from array import array
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,12 +38,23 @@ from stoker.tensorboard._reader_types import (
     ScalarSeries,
     TextEvent,
 )
+from stoker.tensorboard._reader_v2 import (
+    audio_from_tensor,
+    histogram_from_tensor,
+    images_from_tensor,
+)
 
 KINDS = ("scalars", "tensors", "histograms", "images", "audio", "text", "hparams")
 _SESSION_START = 1
 # Files are read in pieces of about this size, so that memory stays bounded on huge files.
 READ_PIECE_BYTES = 16 << 20
 _HISTOGRAM_STATS = ("min", "max", "num", "sum", "sum_squares")
+# TF2-style tensor summaries of these plugins join the classic values of the same kind.
+_V2_CONVERTERS: dict[str, Callable[[int, float, str, np.ndarray[Any, Any]], Any]] = {
+    "histograms": histogram_from_tensor,
+    "images": images_from_tensor,
+    "audio": audio_from_tensor,
+}
 
 
 class RawTensor:
@@ -145,8 +157,12 @@ class RunData:
             histo = pb.HISTOGRAM.decode(payload)
             limits = np.asarray(histo.get("bucket_limit", []), dtype=np.float64)
             counts = np.asarray(histo.get("bucket", []), dtype=np.float64)
-            stat = {name: float(histo.get(name, 0.0)) for name in _HISTOGRAM_STATS}
-            item: Any = HistogramEvent(step, wall_time, **stat, bucket_limit=limits, bucket=counts)
+            low, high, num, total, squares = (
+                float(histo.get(name, 0.0)) for name in _HISTOGRAM_STATS
+            )
+            item: Any = HistogramEvent(
+                step, wall_time, low, high, num, total, squares, limits, counts
+            )
             self.items["histograms"].setdefault(tag, []).append(item)
         elif kind == 4:
             image = pb.SUMMARY_IMAGE.decode(payload)
@@ -183,6 +199,16 @@ class RunData:
             dtype, array_value = decode_tensor(payload)
             if array_value.size == 1 and dtype in ("float32", "float64", "float16", "bfloat16"):
                 self._add_scalar(tag, step, wall_time, float(array_value.reshape(-1)[0]))
+                return
+        if plugin in _V2_CONVERTERS:
+            try:
+                dtype, array_value = decode_tensor(payload)
+                converted = _V2_CONVERTERS[plugin](step, wall_time, dtype, array_value)
+            except _wire.WireError:
+                converted = None  # kept as a tensor: tensors() reports the damage when asked
+            if converted is not None:
+                points = converted if isinstance(converted, list) else [converted]
+                self.items[plugin].setdefault(tag, []).extend(points)
                 return
         if plugin == "text":
             dtype, strings = decode_tensor(payload)

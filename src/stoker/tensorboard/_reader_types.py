@@ -86,6 +86,8 @@ class HistogramEvent:
         sum_squares: Sum of their squares.
         bucket_limit: Right edge of every bucket.
         bucket: Count in every bucket.
+        stats_estimated: ``True`` when ``sum`` and ``sum_squares`` were not recorded but
+            estimated from bucket centres (TF2-style histograms, which keep only buckets).
     """
 
     step: int
@@ -97,6 +99,7 @@ class HistogramEvent:
     sum_squares: float
     bucket_limit: np.ndarray[Any, np.dtype[np.float64]]
     bucket: np.ndarray[Any, np.dtype[np.float64]]
+    stats_estimated: bool = False
 
 
 @dataclass(frozen=True)
