@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 
-from stoker.cmp._chars import stretches
-from stoker.cmp._text import Block, Line, Rec, Wrap, ellipsis
+from stoker.cmp._chars import elide_stretches, stretches
+from stoker.cmp._text import Block, Line, Rec, Wrap
 
 __all__ = ["BRIDGE", "KEEP", "ROW", "hex_text", "is_binary"]
 
@@ -70,21 +70,14 @@ def hex_text(x: bytes | bytearray, y: bytes | bytearray, label: str) -> Wrap:
     +   0x03, 0x02, 0x01, // +|...|
       }
     """
-    found = stretches(x, y, BRIDGE)
-    recs: list[Rec] = []
-    for number, stretch in enumerate(found):
-        if not stretch.equal:
-            recs += _rows(x[stretch.x0 : stretch.x1], "-")
-            recs += _rows(y[stretch.y0 : stretch.y1], "+")
-            continue
-        data = x[stretch.x0 : stretch.x1]
-        low = 0 if number == 0 else min(len(data), KEEP)
-        high = 0 if number == len(found) - 1 else min(len(data) - low, KEEP)
-        if len(data) - low - high <= ROW:
-            high = len(data) - low
-        recs += _rows(data[:low], " ")
-        if len(data) > low + high:
-            hidden = len(data) - low - high
-            recs.append(ellipsis(f"{hidden} identical byte{'s' if hidden > 1 else ''}"))
-        recs += _rows(data[len(data) - high :], " ")
+    recs = elide_stretches(
+        x,
+        y,
+        stretches(x, y, BRIDGE),
+        render=_rows,
+        chunk=ROW,
+        keep=KEEP,
+        noun="byte",
+        absorb_into_head=False,
+    )
     return Wrap(f"{label}{{", Block(recs), "}")

@@ -9,6 +9,7 @@ change and elide the rest with a count. The whole is ``"".join([...])``, which i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,7 +17,16 @@ from stoker.cmp._lcs import align
 from stoker.cmp._literal import quote
 from stoker.cmp._text import Block, Line, Rec, Wrap, ellipsis
 
-__all__ = ["BRIDGE", "KEEP", "MIN_LENGTH", "PIECE", "Stretch", "chars_text", "stretches"]
+__all__ = [
+    "BRIDGE",
+    "KEEP",
+    "MIN_LENGTH",
+    "PIECE",
+    "Stretch",
+    "chars_text",
+    "elide_stretches",
+    "stretches",
+]
 
 #: Shortest strings (both sides) diffed piece by piece; shorter ones are shown whole.
 MIN_LENGTH = 32
@@ -89,22 +99,56 @@ def chars_text(x: str | bytes, y: str | bytes) -> Wrap:
         "bbbbbbbbbb",
       ])
     """
-    found = stretches(x, y)
     name = "character" if isinstance(x, str) else "byte"
+    recs = elide_stretches(x, y, stretches(x, y), render=_pieces, chunk=PIECE, keep=KEEP, noun=name)
+    return Wrap(f'{"" if isinstance(x, str) else "b"}"".join([', Block(recs), "])")
+
+
+def elide_stretches(
+    x: Any,
+    y: Any,
+    found: list[Stretch],
+    *,
+    render: Callable[[Any, str], list[Rec]],
+    chunk: int,
+    keep: int,
+    noun: str,
+    absorb_into_head: bool = True,
+) -> list[Rec]:
+    """Turn aligned stretches of ``x`` and ``y`` into report records.
+
+    A changed stretch becomes ``-`` records of ``x``'s part and ``+`` records of ``y``'s; an
+    equal stretch keeps ``keep`` items of context next to each change and elides the rest with a
+    count (``... // N identical <noun>s``). When less than one ``chunk`` would be hidden, the
+    whole stretch is shown, the middle joining the head (``absorb_into_head``) or the tail.
+
+    Args:
+        x: The first sequence (str, bytes or bytearray).
+        y: The second sequence, of the same kind.
+        found: The stretches from :func:`stretches`.
+        render: Makes the records of a slice with a mark (``" "``, ``"-"`` or ``"+"``).
+        chunk: Items per rendered record.
+        keep: Items of context kept on each side of a change.
+        noun: What an item is called in the elision comment.
+        absorb_into_head: Where a short middle goes (decides how rows are cut).
+    """
     recs: list[Rec] = []
     for number, stretch in enumerate(found):
         if not stretch.equal:
-            recs += _pieces(x[stretch.x0 : stretch.x1], "-")
-            recs += _pieces(y[stretch.y0 : stretch.y1], "+")
+            recs += render(x[stretch.x0 : stretch.x1], "-")
+            recs += render(y[stretch.y0 : stretch.y1], "+")
             continue
-        text = x[stretch.x0 : stretch.x1]
-        low = 0 if number == 0 else min(len(text), KEEP)
-        high = 0 if number == len(found) - 1 else min(len(text) - low, KEEP)
-        if len(text) - low - high <= PIECE:
-            low = len(text) - high
-        recs += _pieces(text[:low], " ")
-        if len(text) > low + high:
-            hidden = len(text) - low - high
-            recs.append(ellipsis(f"{hidden} identical {name}{'s' if hidden > 1 else ''}"))
-        recs += _pieces(text[len(text) - high :], " ")
-    return Wrap(f'{"" if isinstance(x, str) else "b"}"".join([', Block(recs), "])")
+        data = x[stretch.x0 : stretch.x1]
+        low = 0 if number == 0 else min(len(data), keep)
+        high = 0 if number == len(found) - 1 else min(len(data) - low, keep)
+        if len(data) - low - high <= chunk:
+            if absorb_into_head:
+                low = len(data) - high
+            else:
+                high = len(data) - low
+        recs += render(data[:low], " ")
+        if len(data) > low + high:
+            hidden = len(data) - low - high
+            recs.append(ellipsis(f"{hidden} identical {noun}{'s' if hidden > 1 else ''}"))
+        recs += render(data[len(data) - high :], " ")
+    return recs
