@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tb_loaders import accumulate
 
 from stoker.cli._demo import ShapesDataset, run_demo
 from stoker.cli._shapes import CLASSES, draw_shapes
@@ -15,22 +16,10 @@ from stoker.cli._shapes import CLASSES, draw_shapes
 TINY = {"epochs": 2, "samples": 400, "batch_size": 64, "progress": False}
 
 
-def _accumulate(path: Path) -> object:
-    """Load one run with TensorBoard's own loader, keeping every point."""
-    from tensorboard.backend.event_processing import event_accumulator
-
-    acc = event_accumulator.EventAccumulator(
-        str(path),
-        size_guidance={"scalars": 0, "images": 0, "histograms": 0, "tensors": 0},
-    )
-    acc.Reload()
-    return acc
-
-
 def test_demo_logs_every_kind_tensorboard_reads(tmp_path: Path) -> None:
     """A tiny demo run writes scalars, histograms, images, PR curves, text, hparams, embedding."""
     result = run_demo(workers=2, logdir=str(tmp_path), **TINY)  # type: ignore[arg-type]
-    acc = _accumulate(tmp_path)
+    acc = accumulate(tmp_path)
     tags = acc.Tags()  # type: ignore[attr-defined]
     steps_per_epoch = -(-320 // 64)
     train_loss = acc.Scalars("train/loss")  # type: ignore[attr-defined]
@@ -44,7 +33,7 @@ def test_demo_logs_every_kind_tensorboard_reads(tmp_path: Path) -> None:
     assert image.encoded_image_string.startswith(b"\x89PNG")
     assert {f"pr/{name}" for name in CLASSES} <= set(tags["tensors"])
     assert "report/text_summary" in tags["tensors"]
-    hparams = _accumulate(tmp_path / "hparams")
+    hparams = accumulate(tmp_path / "hparams")
     assert set(hparams.Tags()["scalars"]) == {"hparam/val_accuracy", "hparam/val_loss"}  # type: ignore[attr-defined]
     projector = (tmp_path / "projector_config.pbtxt").read_text()
     assert 'tensor_name: "hidden:00002"' in projector
@@ -117,7 +106,7 @@ def test_demo_logs_read_back_with_stokers_reader(tmp_path: Path) -> None:
     result = run_demo(workers=0, logdir=str(tmp_path), **TINY)  # type: ignore[arg-type]
     reader = Reader(str(tmp_path))
     assert sorted(reader.runs) == [".", "hparams"]
-    acc = _accumulate(tmp_path)
+    acc = accumulate(tmp_path)
     for tag in ("train/loss", "val/accuracy", "lr"):
         series = reader.scalars(tag, run=".")
         expected = acc.Scalars(tag)  # type: ignore[attr-defined]

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tb_loaders import accumulate
 
 from stoker.tensorboard import SummaryWriter
 from stoker.tensorboard import _messages as pb
@@ -21,15 +22,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
-
-
-def _accumulator(path: Path) -> Any:
-    from tensorboard.backend.event_processing import event_accumulator as ea
-
-    guidance = dict.fromkeys(ea.DEFAULT_SIZE_GUIDANCE, 0)
-    accumulator = ea.EventAccumulator(str(path), size_guidance=guidance)
-    accumulator.Reload()
-    return accumulator
 
 
 @pytest.mark.parametrize("purge", [True, False])
@@ -62,7 +54,7 @@ def test_purge_step_drops_orphaned_points_like_tensorboard(
     reader = Reader(tmp_path, purge=purge)
     series = reader.scalars("x")
     if purge:
-        expected = _accumulator(tmp_path).Scalars("x")
+        expected = accumulate(tmp_path).Scalars("x")
         assert series.step.tolist() == [e.step for e in expected]
         assert series.value.tolist() == [e.value for e in expected]
         assert series.step.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
@@ -139,7 +131,7 @@ def test_torch_writer_files_read_the_same_as_stokers(tmp_path: Path) -> None:
         ours, theirs = (reader.scalars(tag, run=run) for run in ("stoker", "torch"))
         assert ours.step.tolist() == theirs.step.tolist()
         assert ours.value.tolist() == theirs.value.tolist()
-    torch_scalars = _accumulator(tmp_path / "torch").Scalars("s")
+    torch_scalars = accumulate(tmp_path / "torch").Scalars("s")
     assert reader.scalars("s", run="torch").value.tolist() == [e.value for e in torch_scalars]
     ours_h, theirs_h = (reader.histograms("h", run=run)[0] for run in ("stoker", "torch"))
     assert ours_h.bucket.tolist() == theirs_h.bucket.tolist()

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tb_loaders import accumulate
 
 from stoker.tensorboard import SummaryWriter
 from stoker.tensorboard import _messages as pb
@@ -19,15 +20,6 @@ pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::FutureWarning"),
 ]
-
-
-def _accumulator(path: Path) -> Any:
-    from tensorboard.backend.event_processing import event_accumulator as ea
-
-    guidance = dict.fromkeys(ea.DEFAULT_SIZE_GUIDANCE, 0)
-    accumulator = ea.EventAccumulator(str(path), size_guidance=guidance)
-    accumulator.Reload()
-    return accumulator
 
 
 def _write(path: Path, calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]]) -> Path:
@@ -47,7 +39,7 @@ def test_scalars_equal_event_accumulator_and_nothing_is_sampled(tmp_path: Path) 
             if step % 7 == 0:
                 writer.add_scalar("lr/group 0", -value, step, walltime=1000.0 + step)
     reader = Reader(tmp_path)
-    accumulator = _accumulator(tmp_path)
+    accumulator = accumulate(tmp_path)
     for tag in ("loss", "lr/group 0"):
         series = reader.scalars(tag)
         expected = accumulator.Scalars(tag)
@@ -109,7 +101,7 @@ def test_tensors_match_written_arrays_and_tensorboard(tmp_path: Path, array: Any
     assert event.value.dtype == array.dtype
     assert event.value.shape == array.shape
     assert np.array_equal(event.value, array)
-    (expected,) = _accumulator(tmp_path).Tensors("t")
+    (expected,) = accumulate(tmp_path).Tensors("t")
     assert np.array_equal(event.value, tensor_util.make_ndarray(expected.tensor_proto))
 
 
@@ -206,13 +198,13 @@ def test_malformed_tensor_raises_event_file_error_on_access(tmp_path: Path) -> N
         reader.tensors("t")
 
 
-def test_histograms_equal_event_accumulator(tmp_path: Path) -> None:
+def test_histograms_equal_eventaccumulate(tmp_path: Path) -> None:
     """Histogram statistics and buckets equal EventAccumulator's for computed and raw ones."""
     rng = np.random.default_rng(1)
     calls = [("add_histogram", ("w", rng.normal(size=500), step), {}) for step in range(3)]
     calls.append(("add_histogram_raw", ("r", 0, 3, 6, 9, 17, [1, 2, 3], [1, 2, 3], 4), {}))
     reader = Reader(_write(tmp_path, calls))
-    accumulator = _accumulator(tmp_path)
+    accumulator = accumulate(tmp_path)
     for tag in ("w", "r"):
         got = reader.histograms(tag)
         expected = accumulator.Histograms(tag)
@@ -239,7 +231,7 @@ def test_images_decode_on_demand_to_the_written_pixels(tmp_path: Path) -> None:
         ("add_image", ("grey", grey, 2), {"dataformats": "HWC"}),
     ]
     reader = Reader(_write(tmp_path, calls))
-    accumulator = _accumulator(tmp_path)
+    accumulator = accumulate(tmp_path)
     for tag, pixels in (("rgb", rgb), ("grey", np.repeat(grey, 3, axis=2))):
         (image,) = reader.images(tag)
         (expected,) = accumulator.Images(tag)
@@ -263,7 +255,7 @@ def test_audio_decodes_to_the_written_samples(tmp_path: Path) -> None:
     samples = np.sin(np.linspace(0, 20, 800)).astype(np.float32) * 0.5
     reader = Reader(_write(tmp_path, [("add_audio", ("a", samples, 3), {"sample_rate": 8000})]))
     (clip,) = reader.audio("a")
-    (expected,) = _accumulator(tmp_path).Audio("a")
+    (expected,) = accumulate(tmp_path).Audio("a")
     assert (clip.sample_rate, clip.length_frames, clip.content_type) == (
         expected.sample_rate, expected.length_frames, expected.content_type,
     )  # fmt: skip
