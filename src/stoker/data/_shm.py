@@ -27,6 +27,7 @@ __all__ = [
     "SharedMemoryFullError",
     "create_segment",
     "map_segment",
+    "process_alive",
     "segment_name",
     "shm_free_bytes",
     "sweep_orphans",
@@ -126,7 +127,8 @@ def unlink_segments(main_pid: int, worker_pid: int | None = None, directory: str
     return removed
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
+    """Tell from ``/proc`` whether ``pid`` is a live process (a zombie counts as gone)."""
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
             state = stat.read().rsplit(b")", 1)[1].split()[0]
@@ -161,7 +163,7 @@ def sweep_orphans(directory: str = SHM_DIR) -> int:
                 continue
         except OSError:
             continue
-        if not _alive(int(parts[0])) and not _alive(int(parts[1])):
+        if not process_alive(int(parts[0])) and not process_alive(int(parts[1])):
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 removed += 1

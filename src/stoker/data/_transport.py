@@ -11,7 +11,8 @@ Workers run :func:`process_main`: they ignore SIGINT (the main process decides w
 and while waiting for indices they check every :data:`PARENT_CHECK_INTERVAL` seconds that the
 main process is still alive (their parent pid is unchanged, and the main process is neither gone
 nor a zombie according to ``/proc``; a forkserver worker's parent is the fork server, which can
-outlive the main process), so a main process killed outright leaves no worker behind.
+outlive the main process). A watchdog thread (:mod:`stoker.data._watchdog`) makes the same check
+while the worker is busy in a fetch, so a main process killed outright leaves no worker behind.
 
 Large batches travel in shared-memory slabs (:mod:`stoker.data._slabs`): the worker's
 :class:`~stoker.data._slabs.SlabWriter` pickles each reply, the pool's
@@ -45,6 +46,7 @@ from stoker.data._errors import short_repr
 from stoker.data._shm import sweep_orphans, unlink_segments
 from stoker.data._slabs import SlabReader, SlabWriter
 from stoker.data._taskpipe import TaskPipe, grow_pipe
+from stoker.data._watchdog import PARENT_CHECK_INTERVAL, parent_alive, start_watchdog
 from stoker.data._worker import (
     STOP,
     Reply,
@@ -56,9 +58,6 @@ from stoker.data._worker import (
 )
 
 __all__ = ["PARENT_CHECK_INTERVAL", "ProcessHost", "ProcessPool", "describe_exit", "process_main"]
-
-PARENT_CHECK_INTERVAL = 0.25
-"""Seconds a worker waits for its next message before checking that the main process lives."""
 
 STOP_GRACE = 1.0
 """Seconds :meth:`ProcessPool.shutdown` lets workers exit on their own before terminating them."""
@@ -75,16 +74,6 @@ def describe_exit(exitcode: int | None) -> str:
             name = f"signal {-exitcode}"
         return f"was killed by signal {name} (exit code {exitcode})"
     return f"exited with exit code {exitcode}"
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class ProcessHost:
@@ -117,18 +106,11 @@ class ProcessHost:
 
     def parent_alive(self) -> bool:
         """Tell whether the main process still exists."""
-        if os.getppid() != self._parent_pid:
-            return False
-        try:
-            # A killed main process can linger as a zombie until its own parent reaps it, and
-            # forkserver workers keep their parent (the fork server) alive: read the state.
-            with open(f"/proc/{self._main_pid}/stat", "rb") as stat:
-                state = stat.read().rsplit(b")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        except (OSError, IndexError):
-            return _pid_exists(self._main_pid)
-        return state not in (b"Z", b"X")
+        return parent_alive(self._main_pid, self._parent_pid)
+
+    def start_watchdog(self) -> None:
+        """End this process (unlinking its segment names) once the main process is gone."""
+        start_watchdog(self._main_pid, self._parent_pid)
 
     def receive_raw(self) -> Any:
         """Return the next message as sent, or STOP once the main process is gone."""
@@ -166,10 +148,13 @@ def process_main(
     """Entry point of a worker process: run the worker loop over the process transport.
 
     ``setup`` is None when it comes pickled as the first message on the task pipe (spawn
-    and forkserver), and is then completed with ``worker_id`` and ``resume_state``.
+    and forkserver), and is then completed with ``worker_id`` and ``resume_state``. The
+    process ends with exit code :data:`~stoker.data._watchdog.PARENT_GONE_EXIT` when its
+    watchdog finds the main process gone.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     host = ProcessHost(task_conn, result_conn, main_pid)
+    host.start_watchdog()  # before any dataset work, which may block for long
     try:
         if setup is None:
             shared = host.receive_raw()

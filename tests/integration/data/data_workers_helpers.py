@@ -269,6 +269,20 @@ def wait_all_gone(pids: list[int], within: float) -> list[int]:
     return alive
 
 
+class SlowTailDataset(RangeDataset):
+    """Samples below ``fast`` come at once; every later one sleeps ``delay`` seconds first."""
+
+    def __init__(self, n: int, fast: int, delay: float, width: int = 4096) -> None:
+        super().__init__(n, width)
+        self.fast = fast
+        self.delay = delay
+
+    def __getitem__(self, index: int) -> Any:
+        if index >= self.fast:
+            time.sleep(self.delay)
+        return super().__getitem__(index)
+
+
 class SteadyDataset(RangeDataset):
     """Sleeps ``delay`` seconds on every sample."""
 

@@ -1,0 +1,85 @@
+"""Ends a worker process whose main process is gone, even while the worker is busy in a fetch.
+
+A worker waiting for its next task notices a vanished main process by itself (its task wait
+wakes every :data:`PARENT_CHECK_INTERVAL` seconds and calls :func:`parent_alive`). A worker stuck
+in a long ``dataset[i]`` or ``collate_fn`` does not wait on its pipe, so without help it would
+live on, with its shared-memory names, until that call returned. :func:`start_watchdog` covers
+that case: a daemon thread in the worker checks every :data:`PARENT_CHECK_INTERVAL` seconds,
+and once the main process is gone it unlinks the worker's segment names
+(:func:`~stoker.data._shm.unlink_segments`) and ends the process at once with
+``os._exit(PARENT_GONE_EXIT)``. The thread needs the GIL for a moment per check, so a call that
+holds the GIL throughout (rare: ``time.sleep``, I/O and most NumPy work release it) delays it.
+A segment the worker's main thread creates between that unlink and the exit is removed by the
+next pool's :func:`~stoker.data._shm.sweep_orphans` (its main and worker pids are both gone).
+
+Linux's ``prctl(PR_SET_PDEATHSIG)`` is not used: it fires when the *thread* that started the
+worker ends (an iterator created in a short-lived thread would lose its workers), a forkserver
+worker's parent is the fork server rather than the main process, and a signal that kills at
+once would leave the segment names behind.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from stoker.data._shm import SHM_DIR, process_alive, unlink_segments
+
+__all__ = ["PARENT_CHECK_INTERVAL", "PARENT_GONE_EXIT", "parent_alive", "start_watchdog"]
+
+PARENT_CHECK_INTERVAL = 0.25
+"""Seconds between two checks that the main process lives."""
+
+PARENT_GONE_EXIT = 86
+"""Exit code of a worker ended by its watchdog because the main process was gone."""
+
+
+def parent_alive(main_pid: int, parent_pid: int) -> bool:
+    """Tell whether the main process still exists.
+
+    Args:
+        main_pid: the main process's pid.
+        parent_pid: the worker's parent pid when it started (the main process, or the fork
+            server for forkserver workers, which can outlive the main process).
+
+    Returns:
+        False once the worker has been re-parented or the main process is gone or a zombie
+        (a killed main process lingers as one until its own parent reaps it).
+    """
+    return os.getppid() == parent_pid and process_alive(main_pid)
+
+
+def _watch(main_pid: int, parent_pid: int, interval: float, directory: str) -> None:
+    while parent_alive(main_pid, parent_pid):
+        time.sleep(interval)
+    unlink_segments(main_pid, os.getpid(), directory)
+    os._exit(PARENT_GONE_EXIT)
+
+
+def start_watchdog(
+    main_pid: int,
+    parent_pid: int,
+    *,
+    interval: float = PARENT_CHECK_INTERVAL,
+    directory: str = SHM_DIR,
+) -> threading.Thread:
+    """Start the daemon thread that ends this worker process once the main process is gone.
+
+    Args:
+        main_pid: the main process's pid (also part of the worker's segment names).
+        parent_pid: the worker's parent pid when it started (see :func:`parent_alive`).
+        interval: seconds between two checks.
+        directory: where the worker's segments live.
+
+    Returns:
+        The started thread.
+    """
+    thread = threading.Thread(
+        target=_watch,
+        args=(main_pid, parent_pid, interval, directory),
+        name="stoker-data-parent-watchdog",
+        daemon=True,
+    )
+    thread.start()
+    return thread
