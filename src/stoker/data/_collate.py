@@ -35,6 +35,15 @@ __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_conv
 CollateFnMap = dict[type | tuple[type, ...], Callable[..., Any]]
 
 _STR_OR_OBJECT_DTYPE = re.compile(r"[SaUO]")
+_NUMERIC_KINDS = frozenset("biufc")
+_PLAIN = frozenset((np.ndarray,))
+_RAGGED_RAISES = np.lib.NumpyVersion(np.__version__) >= "1.24.0"
+"""Whether ``np.array`` raises on arrays of unequal shapes (older NumPy warns, makes objects)."""
+
+
+def _types_of(batch: Sequence[Any]) -> frozenset[type]:
+    return frozenset(map(type, batch))
+
 
 _UNSUPPORTED = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
@@ -134,6 +143,10 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     first = batch[0]
     if isinstance(first, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(first.dtype.str) is not None:
         raise TypeError(_unsupported_dtype(first.dtype))
+    if out is None and _RAGGED_RAISES and type(first) is np.ndarray:
+        fast = _stack_plain(batch, first.dtype)
+        if fast is not None:
+            return fast
     try:
         stacked = np.stack(batch, out=out)  # one C loop; checks shapes, promotes dtypes
     except ValueError as err:
@@ -148,6 +161,23 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     if _STR_OR_OBJECT_DTYPE.search(stacked.dtype.str) is not None:
         raise TypeError(_unsupported_dtype(stacked.dtype))
     return stacked
+
+
+def _stack_plain(batch: Sequence[Any], dtype: np.dtype[Any]) -> Any:
+    """Stack plain arrays of one native numeric dtype with ``np.array``; None: not that case.
+
+    ``np.array`` over a list of equal-shape arrays builds the same array as ``np.stack`` (new
+    first dimension, C order) in one C call, about 3x faster for many small samples, since
+    ``np.stack`` adds a dimension to each sample in Python first. Anything else (other array
+    types, mixed dtypes, unequal shapes) is left to ``np.stack`` and its error messages.
+    """
+    if dtype.kind not in _NUMERIC_KINDS or not dtype.isnative or _types_of(batch) != _PLAIN:
+        return None
+    try:
+        stacked = np.array(batch)
+    except ValueError:  # unequal shapes: np.stack reports them
+        return None
+    return stacked if stacked.dtype == dtype else None
 
 
 def _unsupported_dtype(dtype: np.dtype[Any]) -> str:
@@ -207,8 +237,8 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None)
         )
     if isinstance(elem, collections.abc.Sequence):
         size = len(elem)
-        lengths = [len(sample) for sample in batch]
-        if any(length != size for length in lengths):
+        lengths = list(map(len, batch))
+        if lengths.count(size) != len(lengths):
             raise RuntimeError(
                 "each element in list of batch should be of equal size; got lengths "
                 f"{lengths}; pad the samples or pass a collate_fn"

@@ -17,6 +17,7 @@ collate into its own buffers. A failing ``dataset[i]`` is marked with ``i`` (see
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator
 from typing import Any, Protocol
 
@@ -118,14 +119,10 @@ class IterableFetcher:
             except StopIteration:
                 self.ended = True
                 raise DatasetExhausted from None
-        samples: list[Any] = []
-        append = samples.append
-        for _ in index:
-            try:
-                append(next(iterator))
-            except StopIteration:
-                self.ended = True
-                break
+        wanted = len(index)
+        samples: list[Any] = list(itertools.islice(iterator, wanted))
+        if len(samples) < wanted:
+            self.ended = True  # islice stops early only when the iterator has ended
         if not samples or (self.drop_last and len(samples) < len(index)):
             raise DatasetExhausted
         return samples

@@ -3,9 +3,10 @@
 Each worker gets its own task pipe (written by :class:`~stoker.data._taskpipe.TaskPipe` from the
 calling thread without ever blocking) and its own one-way result pipe (the worker pickles each
 reply and writes it; no lock is shared between workers, so a worker killed mid-write cannot block
-another). The main process waits on every result pipe and every process sentinel at once with
-:func:`multiprocessing.connection.wait`, so a reply and a death are both noticed at once, without
-polling, and every wait takes a deadline.
+another). The main process waits on every result pipe and every process sentinel at once, as
+:func:`multiprocessing.connection.wait` does but with one :func:`select.poll` object kept for the
+pool's life (and each worker waits on its task pipe with its own), so a reply and a death are
+both noticed at once, without busy polling, and every wait takes a deadline.
 
 Workers run :func:`process_main`: they ignore SIGINT (the main process decides when they stop),
 and while waiting for indices they check every :data:`PARENT_CHECK_INTERVAL` seconds that the
@@ -31,8 +32,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import os
 import pickle
+import select
 import signal
 import time
 from collections.abc import Callable
@@ -58,6 +61,8 @@ from stoker.data._worker import (
 )
 
 __all__ = ["PARENT_CHECK_INTERVAL", "ProcessHost", "ProcessPool", "describe_exit", "process_main"]
+
+_PARENT_CHECK_MS = math.ceil(PARENT_CHECK_INTERVAL * 1000)
 
 STOP_GRACE = 1.0
 """Seconds :meth:`ProcessPool.shutdown` lets workers exit on their own before terminating them."""
@@ -86,6 +91,9 @@ class ProcessHost:
         self, task_conn: connection.Connection, result_conn: connection.Connection, main_pid: int
     ) -> None:
         self._tasks = task_conn
+        # one poll object for the worker's life: Connection.poll builds a selector every call
+        self._task_poll = select.poll()
+        self._task_poll.register(task_conn.fileno(), select.POLLIN)
         self._conn = result_conn
         self._main_pid = main_pid
         self._parent_pid = os.getppid()
@@ -116,7 +124,7 @@ class ProcessHost:
         """Return the next message as sent, or STOP once the main process is gone."""
         while True:
             try:
-                if self._tasks.poll(PARENT_CHECK_INTERVAL):
+                if self._task_poll.poll(_PARENT_CHECK_MS):
                     return ForkingPickler.loads(self._tasks.recv_bytes())
             except (EOFError, OSError):
                 return STOP
@@ -185,6 +193,8 @@ class ProcessPool:
         self.readers: list[SlabReader] = []
         self.bytes_inline = 0
         self._owner_of: dict[Any, int] = {}
+        self._poller: Any = None  # made on the first wait, once every worker has started
+        self._by_fd: dict[int, Any] = {}
         self._owner_pid = os.getpid()
         self.closed = False
         sweep_orphans()
@@ -280,8 +290,7 @@ class ProcessPool:
                 pipe.flush()
                 if pipe.busy:  # a helper thread is writing: look again soon
                     timeout = min(timeout, 0.01)
-        waitables = [*self.result_conns, *(p.sentinel for p in self.processes)]
-        ready = connection.wait(waitables, timeout=max(timeout, 0.0))
+        ready = self._ready(timeout)
         replies: list[tuple[int, Any]] = []
         dead: set[int] = set()
         for item in ready:
@@ -297,6 +306,22 @@ class ProcessPool:
             replies.extend((worker_id, reply) for reply in self._drain(worker_id))
             self.processes[worker_id].join(timeout=1.0)
         return replies, sorted(dead)
+
+    def _ready(self, timeout: float) -> list[Any]:
+        """Return the result pipes and sentinels that are readable (or hung up) within
+        ``timeout`` seconds, as :func:`multiprocessing.connection.wait` would, with one poll
+        object kept for the pool's life instead of a selector built for every wait."""
+        poller = self._poller
+        if poller is None:
+            poller = self._poller = select.poll()
+            self._by_fd = {}
+            for item in [*self.result_conns, *(p.sentinel for p in self.processes)]:
+                fd = item.fileno() if isinstance(item, connection.Connection) else item
+                poller.register(fd, select.POLLIN)
+                self._by_fd[fd] = item
+        events = poller.poll(math.ceil(max(timeout, 0.0) * 1000))
+        by_fd = self._by_fd
+        return [by_fd[fd] for fd, _ in events]
 
     def _read(self, worker_id: int, conn: connection.Connection) -> Reply:
         data = conn.recv_bytes()

@@ -225,3 +225,54 @@ def test_tensor_subclasses_from_user_modules_are_stacked() -> None:
     out = default_collate(batch)
     assert isinstance(out, torch.Tensor)
     assert out.tolist() == [[1.0, 1.0], [0.0, 0.0]]
+
+
+class _Tagged(np.ndarray):  # type: ignore[type-arg]
+    """An ndarray subclass: left to ``np.stack``, which keeps the subclass."""
+
+
+@pytest.mark.parametrize(
+    "arrays",
+    [
+        [np.arange(16, dtype=np.float32) + i for i in range(256)],
+        [np.full((2, 3), i, dtype=np.int16) for i in range(5)],
+        [np.array(i, dtype=np.uint8) for i in range(4)],  # 0-d arrays
+        [np.array([1, 0], dtype=np.bool_), np.array([0, 1], dtype=np.bool_)],
+        [np.array([1 + 2j], dtype=np.complex64)] * 3,
+        [np.arange(3, dtype=np.int8), np.arange(3, dtype=np.float32)],  # mixed: promoted
+        [np.arange(3, dtype=">f4"), np.arange(3, dtype=">f4")],  # non-native byte order
+        [np.arange(6, dtype=np.int32).reshape(2, 3).T] * 2,  # not C-contiguous
+        [np.arange(3).view(_Tagged), np.arange(3).view(_Tagged)],
+        [np.arange(0, 3, dtype="datetime64[s]")] * 2,
+    ],
+    ids=[
+        "small-f32",
+        "2d-i16",
+        "0d",
+        "bool",
+        "complex",
+        "mixed",
+        "big-endian",
+        "transposed",
+        "subclass",
+        "datetime",
+    ],
+)
+def test_stacking_matches_np_stack(arrays: list[Any]) -> None:
+    """Every array batch collates to exactly what np.stack gives: values, dtype, shape, type."""
+    expected = np.stack(arrays)
+    out = default_collate(arrays)
+    assert type(out) is type(expected)
+    assert out.dtype == expected.dtype
+    assert out.shape == expected.shape
+    assert out.flags.c_contiguous
+    np.testing.assert_array_equal(out, expected)
+    out[...] = out  # a fresh writable array, not a view on a sample
+    assert not any(np.shares_memory(out, item) for item in arrays)
+
+
+def test_unequal_shapes_of_one_length_still_raise() -> None:
+    """Equal element counts in unequal shapes are not mistaken for a stackable batch."""
+    batch = [np.zeros((2, 3)), np.zeros((3, 2))]
+    with pytest.raises(RuntimeError, match=r"shape \(2, 3\) at positions \[0\]"):
+        default_collate(batch)
