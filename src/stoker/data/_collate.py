@@ -70,6 +70,23 @@ def _is_tensor(value: object) -> bool:
     return isinstance(value, TorchTensor)
 
 
+def _same_mapping_type(original: Any, values: dict[Any, Any]) -> Any:
+    """Return ``values`` in a mapping of ``original``'s type, as torch's collation does.
+
+    A mutable mapping is shallow-copied and updated (keeping extra state such as a defaultdict's
+    factory); another mapping type is called with the dict; a type that cannot be rebuilt that
+    way gives a plain dict.
+    """
+    try:
+        if isinstance(original, collections.abc.MutableMapping):
+            clone = copy.copy(original)
+            clone.update(values)
+            return clone
+        return type(original)(values)
+    except TypeError:
+        return values
+
+
 def default_convert(data: Any) -> Any:
     """Convert a sample without batching, as torch's ``default_convert`` but keeping NumPy.
 
@@ -87,15 +104,7 @@ def default_convert(data: Any) -> Any:
         return data
     data_type = type(data)
     if isinstance(data, collections.abc.Mapping):
-        converted = {key: default_convert(data[key]) for key in data}
-        try:
-            if isinstance(data, collections.abc.MutableMapping):
-                clone = copy.copy(data)
-                clone.update(converted)
-                return clone
-            return data_type(converted)
-        except TypeError:
-            return converted
+        return _same_mapping_type(data, {key: default_convert(data[key]) for key in data})
     if isinstance(data, tuple) and hasattr(data, "_fields"):
         return data_type(*(default_convert(item) for item in data))
     if isinstance(data, tuple):
@@ -220,14 +229,7 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None)
             key: collate([sample[key] for sample in batch], collate_fn_map=collate_fn_map)
             for key in elem
         }
-        try:
-            if isinstance(elem, collections.abc.MutableMapping):
-                clone = copy.copy(elem)
-                clone.update(merged)
-                return clone
-            return elem_type(merged)
-        except TypeError:
-            return merged
+        return _same_mapping_type(elem, merged)
     if isinstance(elem, tuple) and hasattr(elem, "_fields"):
         return elem_type(
             *(
