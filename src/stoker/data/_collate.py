@@ -87,6 +87,23 @@ def _same_mapping_type(original: Any, values: dict[Any, Any]) -> Any:
         return values
 
 
+def _same_sequence_type(original: Any, values: list[Any]) -> Any:
+    """Return ``values`` in a sequence of ``original``'s type, as torch's collation does.
+
+    A mutable sequence is shallow-copied and filled in place; another sequence type is called
+    with the list; a type that cannot be rebuilt that way gives the plain list.
+    """
+    try:
+        if isinstance(original, collections.abc.MutableSequence):
+            clone = copy.copy(original)
+            for position, value in enumerate(values):
+                clone[position] = value
+            return clone
+        return type(original)(values)
+    except TypeError:
+        return values
+
+
 def default_convert(data: Any) -> Any:
     """Convert a sample without batching, as torch's ``default_convert`` but keeping NumPy.
 
@@ -110,16 +127,7 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, tuple):
         return [default_convert(item) for item in data]
     if isinstance(data, collections.abc.Sequence):
-        items = [default_convert(item) for item in data]
-        try:
-            if isinstance(data, collections.abc.MutableSequence):
-                clone_seq = copy.copy(data)
-                for position, item in enumerate(items):
-                    clone_seq[position] = item
-                return clone_seq
-            return data_type(items)
-        except TypeError:
-            return items
+        return _same_sequence_type(data, [default_convert(item) for item in data])
     return data
 
 
@@ -250,15 +258,7 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None)
         ]
         if isinstance(elem, tuple):
             return columns
-        try:
-            if isinstance(elem, collections.abc.MutableSequence):
-                clone_seq = copy.copy(elem)
-                for position, column in enumerate(columns):
-                    clone_seq[position] = column
-                return clone_seq
-            return elem_type(columns)
-        except TypeError:
-            return columns
+        return _same_sequence_type(elem, columns)
     raise TypeError(_UNSUPPORTED.format(elem_type))
 
 
