@@ -1,0 +1,239 @@
+"""The one torch boundary: the only module of stoker's torch-free parts that looks at torch.
+
+stoker never imports torch on its own. Every question about a torch object (is this a tensor, a
+generator, a torch ``IterableDataset``; what is its NumPy value; what is a generator's state) and
+every call into torch (drawing from a ``torch.Generator``, stacking tensors, seeding a worker,
+asking ``torch.distributed`` for the rank) goes through here, and each answers from
+``sys.modules``: if the program has not imported torch, no torch object can exist, so the
+answer is "no" without importing anything.
+
+Detection is by ``isinstance`` against the imported torch's classes, never by the object's
+module name: ``type(x).__module__.startswith("torch")`` also matches objects of torchvision,
+torchmetrics or torchdata that are not tensors.
+"""
+
+from __future__ import annotations
+
+import base64
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "accelerator_available",
+    "draw_seed",
+    "generator_state",
+    "index_tensor",
+    "is_generator",
+    "is_iterable_dataset",
+    "is_strided",
+    "is_tensor",
+    "loaded",
+    "multinomial",
+    "pin",
+    "process_group",
+    "randint",
+    "randperm",
+    "seed_worker",
+    "set_generator_state",
+    "stack",
+    "tensor_to_numpy",
+    "bfloat16_bits",
+]
+
+SEED_MASK = (1 << 63) - 1
+
+
+def loaded() -> ModuleType | None:
+    """Return the ``torch`` module if the program has imported it, else None (never imports)."""
+    return sys.modules.get("torch")
+
+
+def _require() -> ModuleType:
+    torch = sys.modules.get("torch")
+    if torch is None:  # a torch object exists only once torch is imported
+        raise RuntimeError("torch is not imported; this call needs a torch object")
+    return torch
+
+
+def is_tensor(value: object) -> bool:
+    """Tell whether ``value`` is a ``torch.Tensor`` (False whenever torch is not imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
+
+
+def is_generator(value: object) -> bool:
+    """Tell whether ``value`` is a ``torch.Generator`` (False whenever torch is not imported)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Generator)
+
+
+def is_iterable_dataset(value: object) -> bool:
+    """Tell whether ``value`` is a ``torch.utils.data.IterableDataset`` (torch's own class)."""
+    data = sys.modules.get("torch.utils.data")
+    iterable = getattr(data, "IterableDataset", None)
+    return iterable is not None and isinstance(value, iterable)
+
+
+def is_strided(tensor: Any) -> bool:
+    """Tell whether a tensor has the ordinary dense (strided) layout."""
+    return bool(tensor.layout is _require().strided)
+
+
+def tensor_to_numpy(tensor: Any, name: str) -> np.ndarray[Any, Any]:
+    """Return a tensor's values as a NumPy array: detached, on the CPU, ``bfloat16`` as ``float32``.
+
+    Args:
+        tensor: a ``torch.Tensor``.
+        name: the argument's name, for the error message.
+
+    Returns:
+        A NumPy array sharing memory with a CPU tensor where torch allows it.
+
+    Raises:
+        ValueError: if the tensor is on the meta device (it holds no data).
+    """
+    torch = _require()
+    value = tensor.detach()
+    if value.device.type == "meta":
+        raise ValueError(
+            f"{name} must hold data, got a tensor on the meta device; "
+            "materialize it (for example with .to('cpu')) before logging"
+        )
+    value = value.cpu()
+    if value.dtype == torch.bfloat16:
+        value = value.float()
+    return np.asarray(value.numpy())
+
+
+def bfloat16_bits(value: object) -> np.ndarray[Any, Any] | None:
+    """Return the raw bits of a ``bfloat16`` tensor as ``uint16``; None for anything else."""
+    if not is_tensor(value):
+        return None
+    torch = _require()
+    tensor: Any = value
+    if tensor.dtype != torch.bfloat16:
+        return None
+    bits = tensor.detach().cpu().contiguous().view(torch.int16).numpy()
+    return np.asarray(bits).view(np.uint16)
+
+
+def stack(tensors: Sequence[Any]) -> Any:
+    """``torch.stack`` the tensors of a batch along a new first dimension."""
+    return _require().stack(list(tensors), 0)
+
+
+def index_tensor(tensor: Any, indices: Sequence[int]) -> Any:
+    """Gather the rows ``indices`` of a tensor in one call."""
+    torch = _require()
+    return tensor[torch.as_tensor(indices, dtype=torch.int64)]
+
+
+def draw_seed(generator: Any) -> int:
+    """Draw a seed from a ``torch.Generator`` as torch's DataLoader draws its base seed."""
+    torch = _require()
+    value = torch.empty((), dtype=torch.int64).random_(generator=generator).item()
+    return int(value) & SEED_MASK
+
+
+def randperm(n: int, generator: Any) -> list[int]:
+    """``torch.randperm(n, generator=generator)`` as a list."""
+    order: list[int] = _require().randperm(n, generator=generator).tolist()
+    return order
+
+
+def randint(high: int, size: int, generator: Any) -> list[int]:
+    """``size`` draws of ``torch.randint(high, ..., dtype=int64)`` as a list."""
+    torch = _require()
+    drawn: list[int] = torch.randint(
+        high=high, size=(size,), dtype=torch.int64, generator=generator
+    ).tolist()
+    return drawn
+
+
+def multinomial(
+    weights: np.ndarray[Any, Any], num_samples: int, replacement: bool, generator: Any
+) -> np.ndarray[Any, Any]:
+    """``torch.multinomial`` over NumPy weights; the drawn indices as a NumPy array."""
+    torch = _require()
+    drawn = torch.multinomial(
+        torch.from_numpy(weights), num_samples, replacement, generator=generator
+    )
+    return np.asarray(drawn.numpy())
+
+
+def generator_state(generator: Any) -> str:
+    """A ``torch.Generator``'s state as ASCII text (base64 of its state bytes), for JSON."""
+    raw = generator.get_state().numpy().tobytes()
+    return base64.b64encode(raw).decode("ascii")
+
+
+def set_generator_state(generator: Any, text: str) -> None:
+    """Restore a state made by :func:`generator_state` into ``generator``.
+
+    Raises:
+        ValueError: if ``text`` is not base64, or torch rejects the bytes as a state.
+    """
+    torch = _require()
+    try:
+        raw = base64.b64decode(text.encode("ascii"), validate=True)
+    except (ValueError, UnicodeEncodeError) as err:
+        raise ValueError(
+            f"torch generator state must be base64 text, got {text[:40]!r}; "
+            "pass a state saved by state_dict()"
+        ) from err
+    try:
+        generator.set_state(torch.from_numpy(np.frombuffer(raw, dtype=np.uint8).copy()))
+    except RuntimeError as err:
+        raise ValueError(
+            f"torch generator state is not a valid state ({len(raw)} bytes): {err}; "
+            "pass a state saved by state_dict() with the same kind of generator"
+        ) from err
+
+
+def process_group() -> tuple[int, int] | None:
+    """``(rank, world_size)`` of an initialised ``torch.distributed`` group, else None.
+
+    Only a program that already imported ``torch.distributed`` can have a group, so this never
+    imports it.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None:
+        return None
+    if not getattr(dist, "is_available", lambda: False)() or not dist.is_initialized():
+        return None
+    return int(dist.get_rank()), int(dist.get_world_size())
+
+
+def seed_worker(seed: int) -> None:
+    """Seed torch in a worker (``manual_seed``) and limit it to one intra-op thread, as torch does.
+
+    Does nothing when torch is not imported in this process.
+    """
+    torch = sys.modules.get("torch")
+    if torch is not None and hasattr(torch, "manual_seed"):
+        torch.set_num_threads(1)
+        torch.manual_seed(seed)
+
+
+def accelerator_available() -> bool:
+    """Tell whether torch is imported and reports an accelerator that pinned memory can target."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return False
+    accelerator = getattr(torch, "accelerator", None)
+    if accelerator is not None and hasattr(accelerator, "is_available"):
+        return bool(accelerator.is_available())
+    cuda = getattr(torch, "cuda", None)
+    return bool(cuda is not None and cuda.is_available())
+
+
+def pin(tensor: Any) -> Any:
+    """Return a pinned copy of a tensor (or a NumPy array, turned into a tensor first)."""
+    torch = _require()
+    if isinstance(tensor, np.ndarray):
+        tensor = torch.from_numpy(tensor)
+    return tensor.pin_memory()
