@@ -1,4 +1,4 @@
-"""Shared argument checks: the one int validator, the one environment-int reader, the one rank resolver.
+"""Shared argument checks: one int validator, one environment-int reader, one rank resolver.
 
 Every part of stoker that takes an integer argument, reads an integer from the environment
 (``RANK``, ``WORLD_SIZE``, ``STOKER_*`` settings) or needs this process's rank goes through here,
@@ -78,7 +78,9 @@ def env_int(variable: str, *, minimum: int | None = None, hint: str = "") -> int
         raise ValueError(
             f"environment variable {variable} must be an int, got {text!r}; {fix}"
         ) from err
-    result: int = check_int(value, variable.lower(), minimum=minimum, source=f"${variable}", hint=fix)
+    result: int = check_int(
+        value, variable.lower(), minimum=minimum, source=f"${variable}", hint=fix
+    )
     return result
 
 

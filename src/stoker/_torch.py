@@ -24,6 +24,7 @@ import numpy as np
 
 __all__ = [
     "accelerator_available",
+    "bfloat16_bits",
     "draw_seed",
     "generator_state",
     "index_tensor",
@@ -41,7 +42,6 @@ __all__ = [
     "set_generator_state",
     "stack",
     "tensor_to_numpy",
-    "bfloat16_bits",
 ]
 
 SEED_MASK = (1 << 63) - 1
