@@ -1,30 +1,47 @@
 # The two commands a newcomer needs: `make run` and `make test`.
-# Both create .venv with the project and its test extras on first use.
+# Both create .venv on first use. `make run` installs stoker with only what the demo needs (its
+# runtime dependencies and the tensorboard viewer); `make test` adds every test extra and the
+# browser the end-to-end test drives.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+RUN_STAMP := $(VENV)/.run-stamp
 STAMP := $(VENV)/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-.PHONY: run test lint typecheck pytest bench clean
+.PHONY: run test lint typecheck pytest browser bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "stoker needs Python 3.10 or newer")'
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# What the main job needs: stoker itself and the viewer the demo tells the user to start.
+$(RUN_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[tensorboard]'
+	touch $(RUN_STAMP)
+
+# Everything the tests need from PyPI.
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
 
 # The peers the benchmarks compare against (tensorboardX, tbparse, SPDL, Grain).
 $(BENCH_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(BENCH_STAMP)
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(BIN)/hello
 	$(BIN)/stoker demo
 
 test: lint typecheck pytest
+
+# The end-to-end test opens TensorBoard in headless Chromium (Debian's package): checked on every
+# run, installed when missing.
+browser:
+	@sh tools/ensure-chromium.sh
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -33,7 +50,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy --strict src
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/python -m pytest
 
 bench: $(BENCH_STAMP)

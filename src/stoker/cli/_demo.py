@@ -15,16 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from stoker.cli import _demo_report
+from stoker.cli._demo_report import DemoResult
 from stoker.cli._mlp import MLP, softmax_cross_entropy
 from stoker.cli._shapes import CLASSES, SIZE, draw_shapes
-from stoker.data import DataLoader, Dataset, Subset, random_split
+from stoker.data import DataLoader, Dataset, Subset, random_split, sample_rng
 from stoker.tensorboard import SummaryWriter
 
 __all__ = ["DemoResult", "ShapesDataset", "add_demo_parser", "run_demo"]
@@ -35,27 +35,17 @@ HIDDEN = 128
 class ShapesDataset(Dataset[tuple[npt.NDArray[np.float32], int]]):
     """Drawn shape images; with ``augment``, each sample is shifted and brightened at random.
 
-    The augmentation of sample ``i`` in epoch ``e`` is drawn from ``(seed, e, i)``, so it is the
-    same whichever worker loads the sample. Call :meth:`set_epoch` before each epoch.
+    The augmentation comes from :func:`stoker.data.sample_rng`, keyed by the loader's seed, its
+    epoch and the sample's index, so it is the same whichever worker (or how many) loads the
+    sample, and it changes from epoch to epoch with no ``set_epoch`` call.
     """
 
     def __init__(
-        self,
-        images: npt.NDArray[np.float32],
-        labels: npt.NDArray[np.int64],
-        *,
-        augment: bool,
-        seed: int,
+        self, images: npt.NDArray[np.float32], labels: npt.NDArray[np.int64], *, augment: bool
     ) -> None:
         self.images = images
         self.labels = labels
         self.augment = augment
-        self.seed = seed
-        self.epoch = 0
-
-    def set_epoch(self, epoch: int) -> None:
-        """Use ``epoch``'s augmentation for the samples loaded from now on."""
-        self.epoch = epoch
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -63,25 +53,11 @@ class ShapesDataset(Dataset[tuple[npt.NDArray[np.float32], int]]):
     def __getitem__(self, index: int) -> tuple[npt.NDArray[np.float32], int]:
         image = self.images[index]
         if self.augment:
-            rng = np.random.default_rng((self.seed, self.epoch, index))
+            rng = sample_rng(index)
             dy, dx = rng.integers(-2, 3, size=2)
             image = np.roll(image, (int(dy), int(dx)), axis=(0, 1))
             image = np.clip(image * rng.uniform(0.8, 1.2), 0.0, 1.0)
         return image.reshape(-1).astype(np.float32), int(self.labels[index])
-
-
-@dataclass
-class DemoResult:
-    """What a demo run reached: final metrics and where the logs are."""
-
-    logdir: str
-    epochs: int
-    train_loss: float
-    train_accuracy: float
-    val_loss: float
-    val_accuracy: float
-    samples_per_second: float
-    seconds: float
 
 
 def _evaluate(
@@ -138,9 +114,9 @@ def run_demo(
         logdir = os.path.join("runs", "demo", time.strftime("%Y%m%d-%H%M%S"))
     started = time.perf_counter()
     images, labels = draw_shapes(samples, seed=seed)
-    plain = ShapesDataset(images, labels, augment=False, seed=seed)
+    plain = ShapesDataset(images, labels, augment=False)
     train_split, val = random_split(plain, [0.8, 0.2], generator=seed)
-    train_set = ShapesDataset(images, labels, augment=True, seed=seed)
+    train_set = ShapesDataset(images, labels, augment=True)
     train = Subset(train_set, list(train_split.indices))
     train_loader = DataLoader(
         train, batch_size=batch_size, shuffle=True, num_workers=workers, generator=seed
@@ -155,7 +131,6 @@ def run_demo(
         _demo_report.log_samples(writer, images[:64], labels[:64])
         seen_total, load_time = 0, 0.0
         for epoch in range(epochs):
-            train_set.set_epoch(epoch)
             rate = lr * 0.5 * (1.0 + np.cos(np.pi * epoch / epochs))
             losses, correct, seen = [], 0, 0
             tick = time.perf_counter()

@@ -15,13 +15,33 @@ import numpy.typing as npt
 from stoker.cli._shapes import CLASSES, SIZE
 
 if TYPE_CHECKING:
-    from stoker.cli._demo import DemoResult
     from stoker.tensorboard import SummaryWriter
 
-__all__ = ["Progress", "log_results", "log_samples", "print_summary", "serve_tensorboard"]
+__all__ = [
+    "DemoResult",
+    "Progress",
+    "log_results",
+    "log_samples",
+    "print_summary",
+    "serve_tensorboard",
+]
 
 _EMBEDDED = 512  # validation samples shown in the projector
 _WIDTHS = (5, 10, 9, 8, 7)
+
+
+@dataclass
+class DemoResult:
+    """What a demo run reached: final metrics and where the logs are."""
+
+    logdir: str
+    epochs: int
+    train_loss: float
+    train_accuracy: float
+    val_loss: float
+    val_accuracy: float
+    samples_per_second: float
+    seconds: float
 
 
 class Progress:

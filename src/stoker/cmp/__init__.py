@@ -40,6 +40,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stoker._public import fixup_module_metadata
 from stoker.cmp._options import (
     Option,
     approx,
@@ -111,3 +112,6 @@ def diff(x: Any, y: Any, *options: Option) -> str:
     """
     node = Walker(resolve(options)).compare(x, y, (), False)
     return "" if node.equal else report(node)
+
+
+fixup_module_metadata(__name__, globals())

@@ -9,17 +9,26 @@ elements and the counts, which is all the report needs.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from stoker.cmp._node import ArrayInfo, Kind, Node
 from stoker.cmp._path import Step
+from stoker.cmp._settings import Settings
 
-if TYPE_CHECKING:
-    from stoker.cmp._walk import Walker
+__all__ = ["SHOWN", "Walker", "array_text", "compare_arrays"]
 
-__all__ = ["SHOWN", "array_text", "compare_arrays"]
+
+class Walker(Protocol):
+    """What comparing arrays needs from the comparison walk: its settings and a recursive call."""
+
+    settings: Settings
+
+    def compare(self, x: Any, y: Any, path: tuple[Step, ...], quick: bool) -> Node:
+        """Compare two values at ``path``; ``quick`` stops at the first difference."""
+        ...
+
 
 #: Differing elements a report lists one by one; the rest are counted.
 SHOWN = 16

@@ -82,12 +82,21 @@ def test_different_seeds_give_different_data() -> None:
 
 def test_augmentation_depends_on_epoch_and_index_only() -> None:
     """A sample's augmentation is fixed by (seed, epoch, index), and changes with the epoch."""
+    from stoker.data import DataLoader
+
     images, labels = draw_shapes(8, seed=0)
-    first = ShapesDataset(images, labels, augment=True, seed=0)
-    second = ShapesDataset(images, labels, augment=True, seed=0)
-    np.testing.assert_array_equal(first[5][0], second[5][0])
-    second.set_epoch(1)
-    assert not np.array_equal(first[5][0], second[5][0])
+    dataset = ShapesDataset(images, labels, augment=True)
+
+    def epochs(workers: int) -> list[np.ndarray]:
+        loader = DataLoader(dataset, batch_size=8, num_workers=workers, generator=0)
+        return [next(iter(loader))[0] for _ in range(2)]
+
+    first, again = epochs(0), epochs(2)
+    np.testing.assert_array_equal(first[0], again[0])
+    np.testing.assert_array_equal(first[1], again[1])
+    assert not np.array_equal(first[0][5], first[1][5])
+    plain = ShapesDataset(images, labels, augment=False)
+    assert not np.array_equal(first[0][5], plain[5][0])
 
 
 @pytest.mark.parametrize(

@@ -28,7 +28,9 @@ def _chromium() -> str:
     """Return the Chromium binary; fail (not skip) with how to install it when missing."""
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
-        pytest.fail("chromium is not installed; `apt-get install chromium` (.ci/run does this)")
+        pytest.fail(
+            "chromium is not installed; `apt-get install chromium` (make test does this as root)"
+        )
     return found
 
 
