@@ -1,4 +1,8 @@
-"""The ``stoker`` command: argument parsing and dispatch to its subcommands."""
+"""The ``stoker`` command: argument parsing and dispatch to its subcommands.
+
+Only the parsers are built here (:mod:`stoker.cli._commands`); a subcommand's code is imported
+when it runs, so ``stoker --help`` and ``stoker logs`` load neither the demo nor stoker.data.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,7 @@ import sys
 from collections.abc import Sequence
 
 import stoker
-from stoker.cli import _demo, _logs
+from stoker.cli import _commands
 
 __all__ = ["build_parser", "main"]
 
@@ -23,8 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"stoker {stoker.__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    _demo.add_demo_parser(commands)
-    _logs.add_logs_parser(commands)
+    _commands.add_demo_parser(commands)
+    _commands.add_logs_parser(commands)
     return parser
 
 

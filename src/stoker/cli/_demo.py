@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +26,7 @@ from stoker.cli._shapes import CLASSES, SIZE, draw_shapes
 from stoker.data import DataLoader, Dataset, Subset, random_split, sample_rng
 from stoker.tensorboard import SummaryWriter
 
-__all__ = ["DemoResult", "ShapesDataset", "add_demo_parser", "run_demo"]
+__all__ = ["DemoResult", "ShapesDataset", "main", "run_demo"]
 
 HIDDEN = 128
 
@@ -180,7 +179,7 @@ def run_demo(
     return result
 
 
-def _main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     """Run the demo from parsed arguments; optionally serve TensorBoard afterwards."""
     result = run_demo(
         epochs=args.epochs,
@@ -195,27 +194,3 @@ def _main(args: argparse.Namespace) -> int:
     if args.tensorboard:
         return _demo_report.serve_tensorboard(result.logdir, args.port)
     return 0
-
-
-def add_demo_parser(subparsers: Any) -> None:
-    """Register ``stoker demo`` and its options on ``subparsers``."""
-    parser = subparsers.add_parser(
-        "demo",
-        help="train a small model on drawn shapes and log it to TensorBoard",
-        description=__doc__.splitlines()[0] if __doc__ else None,
-    )
-    parser.add_argument("--epochs", type=int, default=8, help="passes over the data (8)")
-    parser.add_argument("--batch-size", type=int, default=64, help="samples per batch (64)")
-    parser.add_argument("--workers", type=int, default=2, help="loader worker processes (2)")
-    parser.add_argument(
-        "--logdir", default=None, help="run directory (default: runs/demo/<date-time>)"
-    )
-    parser.add_argument("--seed", type=int, default=0, help="seed for data, split and model (0)")
-    parser.add_argument("--samples", type=int, default=4000, help="images drawn (4000)")
-    parser.add_argument("--lr", type=float, default=0.05, help="peak learning rate (0.05)")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    parser.add_argument(
-        "--tensorboard", action="store_true", help="serve TensorBoard on 127.0.0.1 afterwards"
-    )
-    parser.add_argument("--port", type=int, default=6006, help="TensorBoard port (6006)")
-    parser.set_defaults(func=_main)

@@ -31,7 +31,7 @@ from stoker.tensorboard._reader import Reader
 from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._remote import is_url
 
-__all__ = ["add_logs_parser", "sparkline"]
+__all__ = ["SPARK_CHARS", "main", "sparkline"]
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 _EXIT_ERROR = 2
@@ -241,81 +241,39 @@ def _write_csv(stream: TextIO, rows: Any) -> None:
     writer.writerows(rows)
 
 
-def _runner(
-    command: Callable[[argparse.Namespace, TextIO], None],
-) -> Callable[[argparse.Namespace], int]:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always", CorruptRecordWarning)
-                command(args, sys.stdout)
-            sys.stdout.flush()
-            for warning in caught:
-                if issubclass(warning.category, CorruptRecordWarning):
-                    sys.stderr.write(f"stoker logs: warning: {warning.message}\n")
-                else:
-                    warnings.warn_explicit(
-                        warning.message, warning.category, warning.filename, warning.lineno
-                    )
-        except _UsageError as err:
-            sys.stderr.write(f"stoker logs: error: {err}\n")
-            return _EXIT_ERROR
-        except BrokenPipeError:
-            # The reader of our output went away (e.g. `| head`): stop quietly, and point
-            # stdout at /dev/null so that the interpreter's final flush does not fail again.
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, sys.stdout.fileno())
-            os.close(devnull)
-            return 1
-        return 0
+def main(args: argparse.Namespace) -> int:
+    """Run the ``stoker logs`` subcommand named by ``args.logs_command``; return the exit status.
 
-    return run
-
-
-def _positive(text: str) -> int:
-    try:
-        number = int(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from err
-    if number < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
-    return number
-
-
-def add_logs_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Register ``logs`` and its subcommands ``ls``, ``show`` and ``export``.
-
-    Each subcommand's parser gets a ``func`` default taking the parsed arguments and returning
-    the exit status (0, or 2 after printing an error on stderr).
-
-    Args:
-        subparsers: What ``ArgumentParser.add_subparsers()`` returned for the ``stoker`` parser.
+    The output goes to stdout; corrupt-record warnings and errors to stderr, after the output.
     """
-    logs = subparsers.add_parser(
-        "logs",
-        help="inspect TensorBoard logs: list, show and export values",
-        description="Read TensorBoard event files written by any SummaryWriter.",
-    )
-    commands = logs.add_subparsers(dest="logs_command", metavar="SUBCOMMAND", required=True)
+    command = _COMMANDS[args.logs_command]
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CorruptRecordWarning)
+            command(args, sys.stdout)
+        sys.stdout.flush()
+        for warning in caught:
+            if issubclass(warning.category, CorruptRecordWarning):
+                sys.stderr.write(f"stoker logs: warning: {warning.message}\n")
+            else:
+                warnings.warn_explicit(
+                    warning.message, warning.category, warning.filename, warning.lineno
+                )
+    except _UsageError as err:
+        sys.stderr.write(f"stoker logs: error: {err}\n")
+        return _EXIT_ERROR
+    except BrokenPipeError:
+        # The reader of our output went away (e.g. `| head`): stop quietly, and point
+        # stdout at /dev/null so that the interpreter's final flush does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+        return 1
+    return 0
 
-    ls = commands.add_parser("ls", help="list runs and tags with counts and last values")
-    ls.add_argument("dir", help="log directory (runs are found recursively) or event file")
-    ls.add_argument("--run", help="only this run (a directory relative to DIR, '.' for DIR)")
-    ls.set_defaults(func=_runner(_cmd_ls))
 
-    show = commands.add_parser("show", help="show a scalar tag with a sparkline")
-    show.add_argument("dir", help="log directory or event file")
-    show.add_argument("tag", help="the scalar tag")
-    show.add_argument("--run", help="the run, when several runs have the tag")
-    show.add_argument("--rows", type=_positive, default=20, help="last rows to print (20)")
-    show.add_argument("--all", action="store_true", help="print every row")
-    show.add_argument("--width", type=_positive, default=60, help="sparkline width (60)")
-    show.set_defaults(func=_runner(_cmd_show))
-
-    export = commands.add_parser("export", help="export every scalar point as a table")
-    export.add_argument("dir", help="log directory or event file")
-    target = export.add_mutually_exclusive_group(required=True)
-    target.add_argument("--csv", metavar="FILE", help="write CSV ('-' for standard output)")
-    target.add_argument("--parquet", metavar="FILE", help="write Parquet (needs pyarrow)")
-    export.add_argument("--run", help="only this run")
-    export.set_defaults(func=_runner(_cmd_export))
+_COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], None]] = {
+    "ls": _cmd_ls,
+    "show": _cmd_show,
+    "export": _cmd_export,
+}

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from stoker.cli._logs import SPARK_CHARS, add_logs_parser, sparkline
+from stoker.cli._commands import add_logs_parser
+from stoker.cli._logs import SPARK_CHARS, sparkline
 from stoker.tensorboard import SummaryWriter
 from stoker.tensorboard._reader import Reader
 
