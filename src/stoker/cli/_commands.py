@@ -12,7 +12,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Lazy", "add_demo_parser", "add_logs_parser", "positive_int"]
+__all__ = ["Lazy", "add_demo_parser", "add_logs_parser", "chart_rows", "positive_int"]
 
 
 @dataclass(frozen=True)
@@ -37,6 +37,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}") from err
     if number < 1:
         raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return number
+
+
+def chart_rows(text: str) -> int:
+    """An argparse type: 0 (no chart) or a chart height of at least 2 rows."""
+    try:
+        number = int(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(f"must be 0 or an integer >= 2, got {text!r}") from err
+    if number < 0 or number == 1:
+        raise argparse.ArgumentTypeError(f"must be 0 or an integer >= 2, got {text!r}")
     return number
 
 
@@ -93,6 +104,18 @@ def add_logs_parser(subparsers: Any) -> None:
     show.add_argument("--rows", type=positive_int, default=20, help="last rows to print (20)")
     show.add_argument("--all", action="store_true", help="print every row")
     show.add_argument("--width", type=positive_int, default=60, help="sparkline width (60)")
+    show.add_argument(
+        "--height",
+        type=int,
+        default=8,
+        help="chart rows, fitted to the terminal width (8; 0: none)",
+    )
+    show.add_argument(
+        "--follow", action="store_true", help="keep redrawing as the run writes, until Ctrl-C"
+    )
+    show.add_argument(
+        "--interval", type=float, default=1.0, help="seconds between reads with --follow (1)"
+    )
     show.set_defaults(func=run)
 
     export = commands.add_parser("export", help="export every scalar point as a table")
@@ -102,3 +125,17 @@ def add_logs_parser(subparsers: Any) -> None:
     target.add_argument("--parquet", metavar="FILE", help="write Parquet (needs pyarrow)")
     export.add_argument("--run", help="only this run")
     export.set_defaults(func=run)
+
+    plot = commands.add_parser("plot", help="draw scalar tags to a PNG/SVG/PDF (needs matplotlib)")
+    plot.add_argument("dir", help="log directory or event file")
+    plot.add_argument("tags", nargs="+", metavar="TAG", help="scalar tags, one chart each")
+    plot.add_argument("-o", "--output", required=True, help="file to write: .png, .svg or .pdf")
+    plot.add_argument("--run", action="append", help="only this run (repeat for several)")
+    plot.add_argument(
+        "--smoothing", type=float, default=0.6, help="TensorBoard's smoothing weight (0.6)"
+    )
+    plot.add_argument(
+        "--x", choices=("step", "relative", "wall"), default="step", help="x axis (step)"
+    )
+    plot.add_argument("--log-y", action="store_true", help="logarithmic y axis")
+    plot.set_defaults(func=run)

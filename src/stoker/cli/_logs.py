@@ -2,8 +2,11 @@
 
 * ``stoker logs ls DIR``: every run and tag with its kind, number of points, last step and
   (for scalars) last value.
-* ``stoker logs show DIR TAG``: a scalar tag's statistics, a sparkline of all its values and a
-  table of its last rows.
+* ``stoker logs show DIR TAG``: a scalar tag's statistics, a sparkline of all its values, a
+  braille chart fitted to the terminal (:mod:`stoker.cli._chart`) and a table of its last rows;
+  ``--follow`` redraws it as the run writes, until Ctrl-C.
+* ``stoker logs plot DIR TAG... -o FILE``: the tags drawn with matplotlib, every run overlaid
+  and smoothed as TensorBoard smooths (:mod:`stoker.cli._plot`).
 * ``stoker logs export DIR --csv FILE`` (or ``--parquet FILE`` when pyarrow is installed): every
   scalar point as rows ``run, tag, step, wall_time, value``.
 
@@ -19,7 +22,9 @@ import csv
 import importlib
 import math
 import os
+import shutil
 import sys
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -27,13 +32,16 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from stoker.cli._chart import chart
 from stoker.tensorboard._reader import Reader
 from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
+from stoker.tensorboard._reader_types import ScalarSeries
 from stoker.tensorboard._remote import is_url
 
 __all__ = ["SPARK_CHARS", "main", "sparkline"]
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
+_CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen
 _EXIT_ERROR = 2
 
 
@@ -113,13 +121,16 @@ def _open_reader(directory: str) -> Reader:
     return reader
 
 
-def _table(rows: list[list[str]], stream: TextIO) -> None:
+def _table_lines(rows: list[list[str]]) -> list[str]:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        stream.write(
-            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        )
-        stream.write("\n")
+    return [
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+
+
+def _table(rows: list[list[str]], stream: TextIO) -> None:
+    stream.write("".join(line + "\n" for line in _table_lines(rows)))
 
 
 def _cmd_ls(args: argparse.Namespace, out: TextIO) -> None:
@@ -155,10 +166,9 @@ def _cmd_ls(args: argparse.Namespace, out: TextIO) -> None:
     _table(rows, out)
 
 
-def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
-    reader = _open_reader(args.dir)
+def _scalars(reader: Reader, args: argparse.Namespace) -> ScalarSeries:
     try:
-        series = reader.scalars(args.tag, args.run)
+        return reader.scalars(args.tag, args.run)
     except EventFileError as err:
         kinds = [
             kind for kind, tags in reader.tags().items() if kind != "scalars" and args.tag in tags
@@ -168,18 +178,24 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
                 f"tag {args.tag!r} holds {kinds[0]}; `stoker logs show` shows scalar tags only"
             ) from err
         raise _UsageError(str(err)) from err
+
+
+def _render_show(series: ScalarSeries, args: argparse.Namespace, columns: int) -> list[str]:
+    """The lines of ``stoker logs show``: statistics, sparkline, chart, then the last rows."""
     count = len(series.step)
-    out.write(f"tag {args.tag}: {count} points\n")
+    lines = [f"tag {args.tag}: {count} points"]
     if count == 0:
-        return
+        return lines
     finite = series.value[np.isfinite(series.value)]
     low = _format_value(float(finite.min())) if finite.size else "nan"
     high = _format_value(float(finite.max())) if finite.size else "nan"
-    out.write(
+    lines.append(
         f"steps {series.step[0]}..{series.step[-1]}  min {low}  max {high}  "
-        f"last {_format_value(float(series.value[-1]))}\n"
+        f"last {_format_value(float(series.value[-1]))}"
     )
-    out.write(sparkline(series.value, args.width) + "\n")
+    lines.append(sparkline(series.value, args.width))
+    if args.height > 0 and columns >= 20:
+        lines += chart(series.step, series.value, width=columns, height=args.height)
     first = 0 if args.all else max(0, count - args.rows)
     rows = [["STEP", "WALL TIME (UTC)", "VALUE"]]
     for index in range(first, count):
@@ -190,9 +206,34 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
                 _format_value(float(series.value[index])),
             ]
         )
-    _table(rows, out)
+    lines += _table_lines(rows)
     if first > 0:
-        out.write(f"(last {count - first} of {count} rows; --all prints every row)\n")
+        lines.append(f"(last {count - first} of {count} rows; --all prints every row)")
+    return lines
+
+
+def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
+    reader = _open_reader(args.dir)
+    columns = min(shutil.get_terminal_size((80, 24)).columns, 160)
+    if not args.follow:
+        out.write(
+            "".join(line + "\n" for line in _render_show(_scalars(reader, args), args, columns))
+        )
+        return
+    # --follow: redraw while the run writes; on a terminal in place, elsewhere each new state
+    # after a blank line. Ctrl-C ends it (main() turns KeyboardInterrupt into exit status 0).
+    in_place = out.isatty()
+    shown = -1
+    while True:
+        series = _scalars(reader, args)
+        if len(series.step) != shown:
+            shown = len(series.step)
+            columns = min(shutil.get_terminal_size((80, 24)).columns, 160)
+            text = "".join(line + "\n" for line in _render_show(series, args, columns))
+            out.write(_CLEAR + text if in_place else text + "\n")
+            out.flush()
+        time.sleep(args.interval)
+        reader.reload()
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> None:
@@ -262,6 +303,10 @@ def main(args: argparse.Namespace) -> int:
     except _UsageError as err:
         sys.stderr.write(f"stoker logs: error: {err}\n")
         return _EXIT_ERROR
+    except KeyboardInterrupt:  # Ctrl-C ends --follow; anything else it interrupts, quietly
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+        return 0
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): stop quietly, and point
         # stdout at /dev/null so that the interpreter's final flush does not fail again.
@@ -272,8 +317,30 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace, out: TextIO) -> None:
+    plotting = importlib.import_module("stoker.cli._plot")
+    reader = _open_reader(args.dir)
+    try:
+        drawn = plotting.plot(
+            reader,
+            args.tags,
+            args.output,
+            runs=args.run,
+            smoothing=args.smoothing,
+            x=args.x,
+            log_y=args.log_y,
+        )
+    except (ImportError, ValueError) as err:
+        raise _UsageError(str(err)) from err
+    except OSError as err:
+        raise _UsageError(f"cannot write {args.output!r}: {err}") from err
+    runs = sorted({run for names in drawn.values() for run in names})
+    out.write(f"wrote {len(drawn)} chart(s) of {len(runs)} run(s) to {args.output}\n")
+
+
 _COMMANDS: dict[str, Callable[[argparse.Namespace, TextIO], None]] = {
     "ls": _cmd_ls,
     "show": _cmd_show,
     "export": _cmd_export,
+    "plot": _cmd_plot,
 }

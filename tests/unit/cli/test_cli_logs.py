@@ -3,16 +3,23 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import io
 import math
+import os
+import pty
+import select
+import signal
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
 from stoker.cli._logs import SPARK_CHARS, sparkline
 from stoker.tensorboard import SummaryWriter
@@ -64,9 +71,10 @@ def test_ls_lists_runs_tags_counts_and_last_values(
 
 
 def test_show_prints_statistics_sparkline_and_last_rows(
-    logdir: Path, capsys: pytest.CaptureFixture[str]
+    logdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """show prints the count, a sparkline of every value, and the last --rows rows."""
+    """show prints the count, a sparkline, an 8-row chart, and the last --rows rows."""
+    monkeypatch.setenv("COLUMNS", "80")  # the chart is fitted to the terminal's width
     assert run_cli(["logs", "show", str(logdir), "loss", "--run", "train", "--rows", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
     values = Reader(logdir).scalars("loss", run="train").value
@@ -74,15 +82,19 @@ def test_show_prints_statistics_sparkline_and_last_rows(
     assert lines[1].startswith("steps 0..290")
     assert lines[2] == sparkline(values, 60)
     assert lines[2][0] == SPARK_CHARS[-1]
-    table = [line.split() for line in lines[4:8]]
+    assert lines[3:11] == chart(
+        Reader(logdir).scalars("loss", run="train").step, values, width=80, height=8
+    )
+    table = [line.split() for line in lines[12:16]]
     assert [row[0] for row in table] == ["260", "270", "280", "290"]
     assert [float(row[2]) for row in table] == pytest.approx(values[-4:].tolist(), rel=1e-7)
-    assert lines[8] == "(last 4 of 30 rows; --all prints every row)"
+    assert lines[16] == "(last 4 of 30 rows; --all prints every row)"
 
 
 def test_show_all_prints_every_row(logdir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """--all prints one row per point and no truncation note."""
-    assert run_cli(["logs", "show", str(logdir), "loss", "--run", "train", "--all"]) == 0
+    argv = ["logs", "show", str(logdir), "loss", "--run", "train", "--all", "--height", "0"]
+    assert run_cli(argv) == 0
     out = capsys.readouterr().out
     assert len(out.strip().splitlines()) == 3 + 1 + 30
     assert "--all prints" not in out
@@ -222,3 +234,52 @@ def test_docstring_examples_run() -> None:
     result = doctest.testmod(module)
     assert result.attempted >= 1
     assert result.failed == 0
+
+
+def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
+    """Read a pseudo-terminal until ``wanted`` appears or ``timeout`` passes."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while wanted not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                seen += os.read(fd, 65536)
+            except OSError:  # the child closed the terminal
+                break
+    return seen
+
+
+def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
+    """--follow on a terminal redraws in place as points arrive; Ctrl-C exits 0, no traceback."""
+    writer = SummaryWriter(str(tmp_path), flush_secs=1)
+    for step in range(5):
+        writer.add_scalar("loss", 1.0 / (step + 1), step)
+    writer.flush()
+    argv = [sys.executable, "-m", "stoker.cli", "logs", "show", str(tmp_path), "loss"]
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stoker on the pseudo-terminal, as a user's shell would run it
+        os.environ["COLUMNS"] = "70"
+        os.execv(sys.executable, [*argv, "--follow", "--interval", "0.1", "--rows", "3"])
+    try:
+        first = _read_until(fd, b"5 points", 30)
+        assert b"tag loss: 5 points" in first
+        assert b"\x1b[H\x1b[2J" in first  # drawn in place: cursor home and clear
+        assert any(0x2800 <= ord(ch) <= 0x28FF for ch in first.decode(errors="replace"))
+        for step in range(5, 9):
+            writer.add_scalar("loss", 1.0 / (step + 1), step)
+        writer.flush()
+        later = _read_until(fd, b"9 points", 30)
+        assert b"tag loss: 9 points" in later
+        os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
+        rest = _read_until(fd, b"\x00never", 5)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        writer.close()
+        with contextlib.suppress(ProcessLookupError, ChildProcessError):
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os.close(fd)
+    assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 0
+    assert b"Traceback" not in rest

@@ -1,0 +1,129 @@
+"""`stoker logs plot`: TensorBoard's smoothing, and charts checked as rendered pictures."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from stoker.cli._plot import smooth
+from stoker.tensorboard import SummaryWriter
+
+RUN_COLOURS = {"a": (0x1F, 0x77, 0xB4), "b": (0xFF, 0x7F, 0x0E)}  # matplotlib's first two
+
+
+def _stoker(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "stoker.cli", *argv], capture_output=True, text=True, check=False
+    )
+
+
+@pytest.fixture
+def logdir(tmp_path: Path) -> Path:
+    """Two runs with a loss tag; run b also has an accuracy tag."""
+    for run, scale in (("a", 1.0), ("b", 2.0)):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            for step in range(50):
+                writer.add_scalar("loss", scale / (step + 1), step)
+                if run == "b":
+                    writer.add_scalar("acc", step / 50, step)
+    return tmp_path
+
+
+def test_smooth_is_tensorboards_debiased_moving_average() -> None:
+    """The first point is unchanged, later ones follow last*w + (1-w)*x over 1 - w**n."""
+    values = np.array([1.0, 3.0, float("nan"), 2.0])
+    out = smooth(values, 0.6)
+    expected = []
+    last, n = 0.0, 0
+    for x in (1.0, 3.0, 2.0):
+        last, n = last * 0.6 + 0.4 * x, n + 1
+        expected.append(last / (1 - 0.6**n))
+    np.testing.assert_allclose(out[[0, 1, 3]], expected)
+    assert out[0] == 1.0
+    assert np.isnan(out[2])
+    np.testing.assert_array_equal(smooth(values, 0.0), values)
+    np.testing.assert_array_equal(smooth([4.0, 4.0], 0.9), [4.0, 4.0])
+
+
+@pytest.mark.parametrize("weight", [-0.1, 1.0, True])
+def test_smooth_rejects_a_weight_outside_0_1(weight: object) -> None:
+    """The weight must be in [0, 1)."""
+    with pytest.raises(ValueError, match="smoothing must be"):
+        smooth([1.0], weight)  # type: ignore[arg-type]
+
+
+def test_plot_writes_a_png_with_one_colour_per_run(logdir: Path, tmp_path: Path) -> None:
+    """Two tags give two charts; each run's line is drawn in its own colour, and not blank."""
+    output = tmp_path / "out.png"
+    done = _stoker("logs", "plot", str(logdir), "loss", "acc", "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "wrote 2 chart(s) of 2 run(s)" in done.stdout
+    image = np.asarray(Image.open(output).convert("RGB")).astype(np.int64)
+    assert image.shape[1] > image.shape[0] > 200  # two charts side by side
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 20  # not blank
+    for run, colour in RUN_COLOURS.items():
+        close = (np.abs(image - np.array(colour)).sum(axis=2) < 30).sum()
+        assert close > 200, f"run {run}'s colour is barely drawn ({close} pixels)"
+    # Only run b has acc: the right half holds b's colour but not a's line.
+    right = image[:, image.shape[1] // 2 :]
+    a_pixels = (np.abs(right - np.array(RUN_COLOURS["a"])).sum(axis=2) < 30).sum()
+    b_pixels = (np.abs(right - np.array(RUN_COLOURS["b"])).sum(axis=2) < 30).sum()
+    assert b_pixels > 10 * max(a_pixels, 1)
+
+
+def test_plot_writes_svg_and_honours_options(logdir: Path, tmp_path: Path) -> None:
+    """SVG output, a log axis, relative time and one chosen run all work together."""
+    output = tmp_path / "out.svg"
+    done = _stoker(
+        "logs", "plot", str(logdir), "loss", "-o", str(output), "--log-y", "--x", "relative",
+        "--run", "a", "--smoothing", "0",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = output.read_text()
+    assert text.startswith("<?xml")
+    assert "<svg" in text
+    assert "of 1 run(s)" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["nope"], "no run has the scalar tag 'nope'"),
+        (["loss", "--smoothing", "1.5"], "smoothing must be"),
+        (["loss", "--run", "zzz"], "no run named 'zzz'"),
+    ],
+)
+def test_plot_errors_exit_2_with_one_line(
+    logdir: Path, tmp_path: Path, argv: list[str], message: str
+) -> None:
+    """A tag, run or option that cannot be drawn is one line on stderr and exit status 2."""
+    done = _stoker("logs", "plot", str(logdir), *argv, "-o", str(tmp_path / "x.png"))
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_plot_rejects_an_unknown_format(logdir: Path, tmp_path: Path) -> None:
+    """The output's suffix must be one matplotlib writes here."""
+    done = _stoker("logs", "plot", str(logdir), "loss", "-o", str(tmp_path / "x.gif"))
+    assert done.returncode == 2
+    assert ".png, .svg, .pdf" in done.stderr
+
+
+def test_plot_without_matplotlib_names_the_extra(logdir: Path, tmp_path: Path) -> None:
+    """With matplotlib hidden, the error says which extra to install."""
+    probe = (
+        "import sys; sys.modules['matplotlib'] = None\n"
+        "from stoker.cli import main\n"
+        f"sys.exit(main(['logs', 'plot', {str(logdir)!r}, 'loss', '-o', 'x.png']))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.returncode == 2
+    assert "pip install 'stoker[matplotlib]'" in done.stderr
