@@ -18,7 +18,6 @@ as a warning after the output, and the command still succeeds.
 from __future__ import annotations
 
 import argparse
-import csv
 import importlib
 import math
 import os
@@ -242,44 +241,29 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> None:
         table = reader.scalar_table(args.run)
     except EventFileError as err:
         raise _UsageError(str(err)) from err
+    writers = importlib.import_module("stoker.cli._export")
     if args.parquet is not None:
         try:
-            pyarrow = importlib.import_module("pyarrow")
-            parquet = importlib.import_module("pyarrow.parquet")
+            count = writers.write_parquet(args.parquet, table)
         except ImportError as err:
             raise _UsageError(
                 "--parquet needs pyarrow, which is not installed; run `pip install pyarrow` "
                 "or export with --csv"
             ) from err
-        columns = {name: column.tolist() if column.dtype == object else column
-                   for name, column in table.items()}  # fmt: skip
-        parquet.write_table(pyarrow.table(columns), args.parquet)
+        except OSError as err:
+            raise _UsageError(f"cannot write {args.parquet!r}: {err}") from err
         destination = args.parquet
+    elif args.csv == "-":
+        writers.write_csv(out, table)
+        return
     else:
-        rows = zip(
-            table["run"].tolist(),
-            table["tag"].tolist(),
-            table["step"].tolist(),
-            map(repr, table["wall_time"].tolist()),
-            map(repr, table["value"].tolist()),
-            strict=True,
-        )
-        if args.csv == "-":
-            _write_csv(out, rows)
-            return
         try:
             with open(args.csv, "w", newline="", encoding="utf-8") as stream:
-                _write_csv(stream, rows)
+                count = writers.write_csv(stream, table)
         except OSError as err:
             raise _UsageError(f"cannot write {args.csv!r}: {err}") from err
         destination = args.csv
-    out.write(f"wrote {len(table['step'])} rows to {destination}\n")
-
-
-def _write_csv(stream: TextIO, rows: Any) -> None:
-    writer = csv.writer(stream, lineterminator="\n")
-    writer.writerow(["run", "tag", "step", "wall_time", "value"])
-    writer.writerows(rows)
+    out.write(f"wrote {count} rows to {destination}\n")
 
 
 def main(args: argparse.Namespace) -> int:
