@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import importlib.util
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -26,6 +30,8 @@ __all__ = [
     "serve_tensorboard",
 ]
 
+_PR_SET_PDEATHSIG = 1  # prctl option, from <linux/prctl.h>
+_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _EMBEDDED = 512  # validation samples shown in the projector
 _WIDTHS = (5, 10, 9, 8, 7)
 
@@ -163,8 +169,46 @@ def print_summary(rows: list[tuple[int, float, float, float, float]], result: De
     out.flush()
 
 
+class _Stopped(Exception):
+    """SIGTERM or SIGHUP arrived while TensorBoard was serving."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, frame: object) -> None:
+    raise _Stopped(signum)
+
+
+def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to send SIGTERM to this process when its parent dies (even by SIGKILL)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """End TensorBoard and everything it started (its data server) through their group."""
+    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            break
+        except subprocess.TimeoutExpired:
+            continue
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)  # a data server outliving its parent
+
+
 def serve_tensorboard(logdir: str, port: int) -> int:
-    """Serve ``logdir`` with TensorBoard on 127.0.0.1 until interrupted; return an exit code."""
+    """Serve ``logdir`` with TensorBoard on 127.0.0.1 until interrupted; return an exit code.
+
+    TensorBoard runs in a process group of its own, which is ended on every way out: Ctrl-C
+    (exit status 0), SIGTERM or SIGHUP (128 + the signal's number, as a shell reports it), an
+    exception, or TensorBoard exiting by itself. On Linux it is also told to end if this
+    process is killed outright.
+    """
     if importlib.util.find_spec("tensorboard") is None:
         sys.stderr.write(
             "stoker demo: --tensorboard needs the tensorboard package; "
@@ -175,14 +219,23 @@ def serve_tensorboard(logdir: str, port: int) -> int:
     command += ["--host", "127.0.0.1", "--port", str(port)]
     sys.stdout.write(f"TensorBoard at http://127.0.0.1:{port}/ (Ctrl-C stops it)\n")
     sys.stdout.flush()
-    process = subprocess.Popen(command)
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
+    process: subprocess.Popen[bytes] | None = None
     try:
+        process = subprocess.Popen(
+            command,
+            start_new_session=True,
+            preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509 - prctl only, before exec
+        )
         return process.wait()
     except KeyboardInterrupt:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
         return 0
+    except _Stopped as stopped:
+        return 128 + stopped.signum
+    finally:
+        for sig in _STOP_SIGNALS:  # a second signal must not cut the clean-up short
+            signal.signal(sig, signal.SIG_IGN)
+        if process is not None:
+            _stop_group(process)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
