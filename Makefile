@@ -9,7 +9,7 @@ RUN_STAMP := $(VENV)/.run-stamp
 STAMP := $(VENV)/.installed-stamp
 BENCH_STAMP := $(VENV)/.bench-stamp
 
-.PHONY: run test lint typecheck pytest browser bench clean
+.PHONY: run test lint typecheck pytest browser bench clean docs-images
 
 $(BIN)/python:
 	$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 10) and "stoker needs Python 3.10 or newer")'
@@ -60,3 +60,12 @@ bench: $(BENCH_STAMP)
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
+
+# The picture in the README's "Look at your logs": two demo runs, plotted by `stoker logs plot`.
+docs-images: $(STAMP)
+	rm -rf build/docs-logs
+	$(BIN)/stoker demo --no-progress --seed 0 --lr 0.05 --logdir build/docs-logs/lr0.05 >/dev/null
+	$(BIN)/stoker demo --no-progress --seed 0 --lr 0.2 --logdir build/docs-logs/lr0.2 >/dev/null
+	mkdir -p docs/images
+	$(BIN)/stoker logs plot build/docs-logs train/loss val/accuracy -o docs/images/logs_plot.png
+	COLUMNS=80 $(BIN)/stoker logs show build/docs-logs val/accuracy --run lr0.2 --rows 3 > docs/images/logs_show.txt

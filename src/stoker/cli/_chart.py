@@ -13,16 +13,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["BRAILLE_BASE", "chart"]
+__all__ = ["BRAILLE_BASE", "MIN_WIDTH", "chart"]
 
 BRAILLE_BASE = 0x2800
 # Dot bits of a braille cell by (row 0-3 from the top, column 0-1), per the Unicode layout.
 _DOTS = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
-_LABEL_WIDTH = 16
+_LABEL_WIDTH = 24  # room for two labels on one row: 'max 0.95625  last 0.95625'
+MIN_WIDTH = _LABEL_WIDTH + 5  # a chart of at least four cells
 
 
-def _label(name: str, value: float) -> str:
-    return f"{name} {value:.5g}"[:_LABEL_WIDTH]
+def _label(name: str, value: float, digits: int = 5) -> str:
+    return f"{name} {value:.{digits}g}"
 
 
 def _columns(steps: np.ndarray[Any, Any], values: np.ndarray[Any, Any], count: int) -> Any:
@@ -60,19 +61,20 @@ def chart(
     Args:
         steps: The x coordinates (any order-preserving numbers, e.g. global steps).
         values: The y values, one per step.
-        width: The whole chart's width in characters, labels included (at least 20).
+        width: The whole chart's width in characters, labels included (at least
+            :data:`MIN_WIDTH`).
         height: Rows of dots (at least 2).
 
     Returns:
         ``height`` lines: the chart, with ``max`` on the first line's right, ``min`` on the
-        last line's right and ``last`` on the line where the series ends (or the nearest line
-        not taken by the other two). An empty list when no value is finite.
+        last line's right and ``last`` on the line where the series ends (after ``max`` or ``min``
+        when it ends on their line). An empty list when no value is finite.
 
     Raises:
         ValueError: if the width or height is too small, or the sizes of steps and values differ.
     """
-    if isinstance(width, bool) or not isinstance(width, int) or width < 20:
-        raise ValueError(f"width must be an int >= 20, got {width!r}")
+    if isinstance(width, bool) or not isinstance(width, int) or width < MIN_WIDTH:
+        raise ValueError(f"width must be an int >= {MIN_WIDTH}, got {width!r}")
     if isinstance(height, bool) or not isinstance(height, int) or height < 2:
         raise ValueError(f"height must be an int >= 2, got {height!r}")
     x = np.asarray(steps, dtype=np.float64).reshape(-1)
@@ -108,9 +110,14 @@ def chart(
     last_row = 0 if span == 0 else height - 1 - int((last - low) / span * (height - 1) + 0.5)
     labels = [""] * height
     labels[0], labels[-1] = _label("max", high), _label("min", low)
-    # The last value's label sits on its row, or next to the max/min label it would cover.
-    last_row = min(max(last_row, 1), height - 2) if height > 2 else last_row
-    labels[last_row] = (labels[last_row] + "  " if labels[last_row] else "") + _label("last", last)
+    # The last value's label sits on the row where the line ends, after max/min if they share it
+    # (both then with 4 digits, to fit the label column).
+    if last_row == 0:
+        labels[0] = f"{_label('max', high, 4)}  {_label('last', last, 4)}"
+    elif last_row == height - 1:
+        labels[-1] = f"{_label('min', low, 4)}  {_label('last', last, 4)}"
+    else:
+        labels[last_row] = _label("last", last)
     lines = []
     for row in range(height):
         text = "".join(chr(BRAILLE_BASE + int(bits)) for bits in grid[row])

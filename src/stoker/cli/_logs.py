@@ -31,7 +31,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from stoker.cli._chart import chart
+from stoker.cli._chart import MIN_WIDTH, chart
 from stoker.tensorboard._reader import Reader
 from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._reader_types import ScalarSeries
@@ -193,7 +193,7 @@ def _render_show(series: ScalarSeries, args: argparse.Namespace, columns: int) -
         f"last {_format_value(float(series.value[-1]))}"
     )
     lines.append(sparkline(series.value, args.width))
-    if args.height > 0 and columns >= 20:
+    if args.height > 0 and columns >= MIN_WIDTH:
         lines += chart(series.step, series.value, width=columns, height=args.height)
     first = 0 if args.all else max(0, count - args.rows)
     rows = [["STEP", "WALL TIME (UTC)", "VALUE"]]

@@ -128,7 +128,8 @@ def plot(
             raise ValueError(f"no run has the scalar tag {tag!r}; `stoker logs ls` lists the tags")
     pyplot = _pyplot()
     colours = pyplot.rcParams["axes.prop_cycle"].by_key()["color"]
-    colour_of = {run: colours[i % len(colours)] for i, run in enumerate(chosen)}
+    drawn = [run for run in chosen if any(run in names for names in per_tag.values())]
+    colour_of = {run: colours[i % len(colours)] for i, run in enumerate(drawn)}
     columns = 1 if len(tags) == 1 else 2
     rows = math.ceil(len(tags) / columns)
     figure, axes = pyplot.subplots(

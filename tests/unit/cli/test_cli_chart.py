@@ -8,8 +8,9 @@ import pytest
 from stoker.cli._chart import BRAILLE_BASE, chart
 
 
-def _dots(lines: list[str], cells: int) -> np.ndarray:
+def _dots(lines: list[str]) -> np.ndarray:
     """Decode the chart's braille cells back into a boolean dot grid (rows x columns)."""
+    cells = len(lines[0].split(" ")[0])
     layout = ((0x01, 0x08), (0x02, 0x10), (0x04, 0x20), (0x40, 0x80))
     grid = np.zeros((len(lines) * 4, cells * 2), dtype=bool)
     for row, line in enumerate(lines):
@@ -28,7 +29,7 @@ def test_a_rising_line_goes_from_bottom_left_to_top_right() -> None:
     """A ramp starts at the lowest dot of the first column and ends at the top of the last."""
     lines = chart(np.arange(100), np.arange(100.0), width=40, height=4)
     assert len(lines) == 4
-    grid = _dots(lines, 40 - 17)
+    grid = _dots(lines)
     assert grid[-1, 0]
     assert not grid[0, 0]
     assert grid[0, -1]
@@ -48,15 +49,15 @@ def test_labels_show_max_min_and_last() -> None:
 
 def test_sparse_points_are_joined_and_non_finite_values_leave_a_gap() -> None:
     """Few points over many columns are joined; a NaN between points breaks the line."""
-    joined = _dots(chart([0, 10], [0.0, 1.0], width=60, height=4), 60 - 17)
+    joined = _dots(chart([0, 10], [0.0, 1.0], width=60, height=4))
     assert joined.any(axis=0).all()
-    broken = _dots(chart([0, 5, 10], [0.0, float("nan"), 1.0], width=60, height=4), 60 - 17)
+    broken = _dots(chart([0, 5, 10], [0.0, float("nan"), 1.0], width=60, height=4))
     assert not broken.any(axis=0).all()
 
 
 def test_a_constant_series_is_a_flat_line_and_nothing_finite_is_no_chart() -> None:
     """Equal values draw one flat row; a series without a finite value draws nothing."""
-    grid = _dots(chart(range(10), [2.0] * 10, width=30, height=3), 30 - 17)
+    grid = _dots(chart(range(10), [2.0] * 10, width=30, height=3))
     assert grid.any(axis=0).all()
     assert grid.any(axis=1).sum() == 1
     assert chart([0, 1], [float("nan"), float("inf")], width=30) == []
