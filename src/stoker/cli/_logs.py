@@ -27,9 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from stoker.tensorboard._reader import Reader
-from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
-from stoker.tensorboard._remote import is_url
+from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader, is_url
 
 __all__ = ["add_logs_parser", "sparkline"]
 

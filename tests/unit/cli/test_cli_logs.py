@@ -14,8 +14,7 @@ import numpy as np
 import pytest
 
 from stoker.cli._logs import SPARK_CHARS, add_logs_parser, sparkline
-from stoker.tensorboard import SummaryWriter
-from stoker.tensorboard._reader import Reader
+from stoker.tensorboard import Reader, SummaryWriter
 
 
 def run_cli(argv: Sequence[str]) -> int:
