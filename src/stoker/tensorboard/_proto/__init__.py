@@ -30,7 +30,6 @@ from stoker.tensorboard._proto.events import (
 from stoker.tensorboard._proto.messages import (
     DATA_TYPE_BY_CODE,
     DATA_TYPE_BY_NAME,
-    DATA_TYPES,
     DT_BFLOAT16,
     DT_BOOL,
     DT_COMPLEX64,
@@ -80,12 +79,9 @@ from stoker.tensorboard._proto.messages import (
     TENSOR_SHAPE_DIM,
     TEXT_PLUGIN_DATA,
     TEXT_TAG_SUFFIX,
-    DataType,
+    WAV_CONTENT_TYPE,
 )
 from stoker.tensorboard._proto.records import (
-    FOOTER_SIZE,
-    HEADER_SIZE,
-    MAX_RECORD_BYTES,
     ScanResult,
     frame,
     frame_many,
@@ -98,6 +94,7 @@ from stoker.tensorboard._proto.wire import (
     I32,
     I64,
     LEN,
+    MAX_MESSAGE_BYTES,
     VARINT,
     WireError,
     encode_varint,
@@ -108,7 +105,6 @@ from stoker.tensorboard._proto.wire import (
 )
 
 __all__ = [
-    "DATA_TYPES",
     "DATA_TYPE_BY_CODE",
     "DATA_TYPE_BY_NAME",
     "DOUBLE",
@@ -127,9 +123,7 @@ __all__ = [
     "FILE_VERSION",
     "FIXED_DTYPES",
     "FLOAT",
-    "FOOTER_SIZE",
     "GRAPH_DEF",
-    "HEADER_SIZE",
     "HISTOGRAM",
     "HPARAMS_PLUGIN_DATA",
     "HPARAMS_STATUS_SUCCESS",
@@ -140,7 +134,7 @@ __all__ = [
     "I64",
     "LAYOUT",
     "LEN",
-    "MAX_RECORD_BYTES",
+    "MAX_MESSAGE_BYTES",
     "MESH_COLOR",
     "MESH_FACE",
     "MESH_PLUGIN_DATA",
@@ -175,7 +169,7 @@ __all__ = [
     "VARINT",
     "VARINT_KINDS",
     "WALL_TIME_KEY",
-    "DataType",
+    "WAV_CONTENT_TYPE",
     "MessageType",
     "ScanResult",
     "WireError",

@@ -31,6 +31,8 @@ from typing import NamedTuple
 
 import google_crc32c
 
+from stoker.tensorboard._proto.wire import MAX_MESSAGE_BYTES
+
 __all__ = [
     "FOOTER_SIZE",
     "HEADER_SIZE",
@@ -51,8 +53,8 @@ HEADER_SIZE = 12
 """Bytes before a record's data: the length and its masked CRC."""
 FOOTER_SIZE = 4
 """Bytes after a record's data: the data's masked CRC."""
-MAX_RECORD_BYTES = 1 << 31
-"""Protobuf messages are limited to 2 GiB; a longer length can only come from corruption."""
+MAX_RECORD_BYTES = MAX_MESSAGE_BYTES
+"""A record holds one message, so a longer length can only come from corruption."""
 
 
 def masked_crc32c(data: bytes) -> int:

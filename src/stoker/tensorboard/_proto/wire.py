@@ -32,6 +32,9 @@ _MASK64 = (1 << 64) - 1
 
 _SMALL_VARINTS = tuple(bytes((i,)) for i in range(128))
 
+MAX_MESSAGE_BYTES = 1 << 31
+"""Protobuf messages are limited to 2 GiB (lengths are signed 32-bit in the reference code)."""
+
 DOUBLE = struct.Struct("<d")
 FLOAT = struct.Struct("<f")
 UINT64 = struct.Struct("<Q")

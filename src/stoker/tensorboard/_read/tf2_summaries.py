@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from stoker.tensorboard._png import png_channels
+from stoker.tensorboard._proto import WAV_CONTENT_TYPE
 from stoker.tensorboard._read.values import AudioEvent, HistogramEvent, ImageEvent
 
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
@@ -112,6 +113,6 @@ def audio_from_tensor(
     for encoded in value if value.ndim == 1 else value[:, 0]:
         data = bytes(encoded)
         rate, channels, frames = _wav_header(data)
-        content_type = "audio/wav" if channels else ""
+        content_type = WAV_CONTENT_TYPE if channels else ""
         clips.append(AudioEvent(step, wall_time, rate, channels, frames, content_type, data))
     return clips

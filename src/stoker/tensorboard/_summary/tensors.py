@@ -16,6 +16,7 @@ from stoker.tensorboard._proto import (
     DATA_TYPE_BY_NAME,
     DT_BFLOAT16,
     DT_STRING,
+    MAX_MESSAGE_BYTES,
     PLUGIN_TENSOR,
     SUMMARY_METADATA,
     summary_of,
@@ -26,7 +27,6 @@ from stoker.tensorboard._summary.inputs import as_numpy, check_tag
 __all__ = ["tensor", "tensor_proto"]
 
 _TENSOR_METADATA = SUMMARY_METADATA.encode({"plugin_data": {"plugin_name": PLUGIN_TENSOR}})
-_MAX_TENSOR_BYTES = 1 << 31
 # TensorBoard's reader has no DT_UINT32/DT_UINT64: those are stored as exact int64 values.
 _AS_INT64 = ("uint32", "uint64")
 # The NumPy dtypes written as they are (strings are handled apart).
@@ -72,7 +72,7 @@ def tensor_proto(array: np.ndarray[Any, Any], name: str = "tensor") -> dict[str,
             f"{sorted(_WRITTEN)} and strings"
         )
     flat = np.ascontiguousarray(array).reshape(-1)
-    if array.nbytes >= _MAX_TENSOR_BYTES:
+    if array.nbytes >= MAX_MESSAGE_BYTES:
         raise ValueError(f"{name} is {array.nbytes} bytes; protobuf messages are limited to 2 GiB")
     if entry.field == "half_val":
         values: Any = flat.view(np.uint16)

@@ -16,13 +16,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from stoker.tensorboard._proto import summary_of, summary_value
+from stoker.tensorboard._proto import WAV_CONTENT_TYPE, summary_of, summary_value
 from stoker.tensorboard._summary.inputs import as_numpy, check_tag
 
 __all__ = ["AudioPayload", "audio", "audio_summary_payload", "encode_wav"]
 
 _INT16_MAX = 32767
-_CONTENT_TYPE = "audio/wav"
 
 
 class AudioPayload(NamedTuple):
@@ -140,7 +139,7 @@ def audio_summary_payload(samples: Any, sample_rate: float = 44100) -> AudioPayl
     """
     rate = _frame_rate(sample_rate)
     pcm = _pcm16(samples)
-    return AudioPayload(_wav(pcm, rate), float(sample_rate), 1, int(pcm.shape[0]), _CONTENT_TYPE)
+    return AudioPayload(_wav(pcm, rate), float(sample_rate), 1, int(pcm.shape[0]), WAV_CONTENT_TYPE)
 
 
 def audio(tag: str, snd_tensor: Any, sample_rate: Any = 44100) -> bytes:
