@@ -61,6 +61,7 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[Event]:
         An iterator of :class:`Event` tuples with the whole message decoded to a dict.
 
     Raises:
+        TypeError: If ``path`` is not a path.
         EventFileError: If the path does not exist (at once) or a file cannot be read (while
             iterating).
     """
@@ -96,7 +97,13 @@ class Reader:
             their start.
 
     Raises:
-        EventFileError: If the path does not exist.
+        TypeError: If ``path`` is not a path.
+        ValueError: If a saved position's offset is not an int >= 0.
+        EventFileError: If the path does not exist or a file cannot be read.
+
+    Warns:
+        CorruptRecordWarning: For each corrupt stretch and malformed event skipped (here and in
+            :meth:`reload`).
 
     Example:
         >>> reader = Reader("runs")  # doctest: +SKIP
@@ -128,6 +135,9 @@ class Reader:
 
         Returns:
             How many records were read.
+
+        Raises:
+            EventFileError: If a file cannot be read or is shorter than where it was left.
         """
         for run, files in find_event_files(self.path).items():
             data = self._runs.get(run)
@@ -159,6 +169,9 @@ class Reader:
 
         Args:
             run: One run, or ``None`` for the union over all runs.
+
+        Raises:
+            EventFileError: If ``run`` is not one of :attr:`runs`.
         """
         selected = [self._run(run)] if run is not None else list(self._runs.values())
         out: dict[str, set[str]] = {kind: set() for kind in KINDS}
@@ -234,6 +247,9 @@ class Reader:
 
         Classic ``histo`` values and TF2-style ``[k, 3]`` tensors of the histograms plugin both
         come back; the latter carry estimated ``sum`` and ``sum_squares`` (``stats_estimated``).
+
+        Raises:
+            EventFileError: If no run, or more than one, has the tag.
         """
         data, name = self._locate("histograms", tag, run)
         return list(data.items["histograms"][name])
@@ -242,6 +258,9 @@ class Reader:
         """Return every image of a tag, still encoded (see :meth:`ImageEvent.to_numpy`).
 
         A TF2-style image tensor holding several pictures gives one event per picture.
+
+        Raises:
+            EventFileError: If no run, or more than one, has the tag.
         """
         data, name = self._locate("images", tag, run)
         return list(data.items["images"][name])
@@ -250,12 +269,19 @@ class Reader:
         """Return every audio clip of a tag, still encoded (see :meth:`AudioEvent.to_numpy`).
 
         A TF2-style audio tensor holding several clips gives one event per clip.
+
+        Raises:
+            EventFileError: If no run, or more than one, has the tag.
         """
         data, name = self._locate("audio", tag, run)
         return list(data.items["audio"][name])
 
     def text(self, tag: str, run: str | None = None) -> list[TextEvent]:
-        """Return every text value of a tag (``add_text``'s ``/text_summary`` suffix optional)."""
+        """Return every text value of a tag (``add_text``'s ``/text_summary`` suffix optional).
+
+        Raises:
+            EventFileError: If no run, or more than one, has the tag.
+        """
         data, name = self._locate("text", tag, run)
         return list(data.items["text"][name])
 
