@@ -107,3 +107,14 @@ def test_reader_helpers_list_and_open_remote_event_files(tmp_path: Path) -> None
 def test_is_url_tells_remote_log_dirs_from_paths(value: Any, expected: bool) -> None:
     """Only scheme://... strings other than file:// are URL log dirs."""
     assert _remote.is_url(value) is expected
+
+
+def test_is_url_is_public_and_its_example_holds() -> None:
+    """stoker.tensorboard.is_url is the helper the CLI uses; its docstring example is true."""
+    import doctest
+
+    assert stb.is_url is _remote.is_url
+    finder = doctest.DocTestFinder()
+    (test,) = finder.find(stb.is_url, "is_url", globs={"is_url": stb.is_url})
+    result = doctest.DocTestRunner().run(test)
+    assert (result.attempted, result.failed) == (1, 0)

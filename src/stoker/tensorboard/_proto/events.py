@@ -5,7 +5,8 @@ These helpers write the same bytes the codec would (checked by the tests) by joi
 precomputed field keys, taken from the declarations in ``messages``, with the variable parts:
 
 * :func:`event_bytes` wraps an encoded ``Summary`` in an ``Event`` with wall time and step;
-* :func:`summary_of` wraps encoded ``Summary.Value`` messages in a ``Summary``;
+* :func:`summary_of` wraps encoded ``Summary.Value`` messages (:func:`summary_value`, the one
+  place builders encode a value) in a ``Summary``;
 * :func:`file_version_event` is the first record of every event file;
 * :func:`set_time_and_step` rewrites the time and step of an encoded ``Event``;
 * :func:`scalar_prefix` is the constant part of a scalar event, by tag. Every ``add_scalar``
