@@ -137,11 +137,14 @@ def trace_module(model: Any, args: Any, *, strict: bool) -> tuple[Any, Any]:
 
     Raises:
         ImportError: If torch is not installed.
+        TypeError: If ``model`` is not callable.
     """
     try:
         import torch  # noqa: PLC0415 - optional dependency, imported only to trace a graph
     except ImportError as err:
         raise ImportError("add_graph needs torch: pip install torch") from err
+    if not callable(model):
+        raise TypeError(f"model must be a torch.nn.Module, got {model!r}")
     trace = torch.jit.trace(model, args, strict=strict)  # type: ignore[no-untyped-call]
     graph = trace.graph
     torch._C._jit_pass_inline(graph)

@@ -89,8 +89,6 @@ def torch_graph(
         ImportError: If torch is not installed.
         TypeError: If ``model`` is not a module.
     """
-    if not callable(model):
-        raise TypeError(f"model must be a torch.nn.Module, got {model!r}")
     if args is not None and not isinstance(args, (tuple, list)):
         args = (args,)
     with _eval_mode(model):
