@@ -34,7 +34,7 @@ ReadAll = Callable[[str, list[str]], list[np.ndarray[Any, Any]]]
 
 
 def _stoker(logdir: str, tags: list[str]) -> list[np.ndarray[Any, Any]]:
-    from stoker.tensorboard._reader import Reader
+    from stoker.tensorboard import Reader
 
     reader = Reader(logdir)
     return [reader.scalars(tag).value for tag in tags]

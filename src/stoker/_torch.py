@@ -42,6 +42,7 @@ __all__ = [
     "set_generator_state",
     "stack",
     "tensor_to_numpy",
+    "trace_module",
 ]
 
 SEED_MASK = (1 << 63) - 1
@@ -119,6 +120,35 @@ def bfloat16_bits(value: object) -> np.ndarray[Any, Any] | None:
         return None
     bits = tensor.detach().cpu().contiguous().view(torch.int16).numpy()
     return np.asarray(bits).view(np.uint16)
+
+
+def trace_module(model: Any, args: Any, *, strict: bool) -> tuple[Any, Any]:
+    """Trace ``model`` with ``torch.jit.trace`` and inline its graph, for ``add_graph``.
+
+    This is the one call that imports torch itself: a graph can only be traced with it.
+
+    Args:
+        model: A ``torch.nn.Module`` (or a scripted function).
+        args: The example input(s), a tuple or list.
+        strict: Passed to ``torch.jit.trace``.
+
+    Returns:
+        ``(trace, graph)``: the traced module and its graph with every call inlined.
+
+    Raises:
+        ImportError: If torch is not installed.
+        TypeError: If ``model`` is not callable.
+    """
+    try:
+        import torch  # noqa: PLC0415 - optional dependency, imported only to trace a graph
+    except ImportError as err:
+        raise ImportError("add_graph needs torch: pip install torch") from err
+    if not callable(model):
+        raise TypeError(f"model must be a torch.nn.Module, got {model!r}")
+    trace = torch.jit.trace(model, args, strict=strict)  # type: ignore[no-untyped-call]
+    graph = trace.graph
+    torch._C._jit_pass_inline(graph)
+    return trace, graph
 
 
 def stack(tensors: Sequence[Any]) -> Any:

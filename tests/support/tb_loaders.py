@@ -17,3 +17,15 @@ def accumulate(path: Path | str) -> Any:
     accumulator = ea.EventAccumulator(str(path), size_guidance=guidance)
     accumulator.Reload()
     return accumulator
+
+
+def tb_events(path: Path | str) -> list[Any]:
+    """Every event of one file, read by TensorBoard's own loader."""
+    from tensorboard.backend.event_processing.event_file_loader import EventFileLoader
+
+    return list(EventFileLoader(str(path)).Load())
+
+
+def tb_scalars(logdir: Path | str, tag: str) -> list[tuple[int, float]]:
+    """(step, value) of a scalar tag in a run, loaded by TensorBoard's EventAccumulator."""
+    return [(event.step, event.value) for event in accumulate(logdir).Scalars(tag)]

@@ -32,10 +32,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from stoker.cli._chart import MIN_WIDTH, chart
-from stoker.tensorboard._reader import Reader
-from stoker.tensorboard._reader_records import CorruptRecordWarning, EventFileError
-from stoker.tensorboard._reader_types import ScalarSeries
-from stoker.tensorboard._remote import is_url
+from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader, ScalarSeries, is_url
 
 __all__ = ["SPARK_CHARS", "main", "sparkline"]
 

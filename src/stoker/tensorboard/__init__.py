@@ -1,33 +1,37 @@
-"""Write TensorBoard event files without torch, TensorFlow or protobuf.
+"""Write TensorBoard event files without torch, TensorFlow or protobuf, and read them back.
 
 ``SummaryWriter`` and ``FileWriter`` follow ``torch.utils.tensorboard`` (torch 2.13): same
 methods, arguments and defaults, and event files that TensorBoard reads as it reads torch's.
-A log dir may also be an fsspec URL (``s3://bucket/run``): files are staged locally, rotated
-and uploaded once closed. ``rank_writer`` makes multi-process (DDP) logging rank-aware.
+A log dir may also be an fsspec URL (``s3://bucket/run``, see :func:`is_url`): files are
+staged locally, rotated and uploaded once closed. ``rank_writer`` makes multi-process (DDP)
+logging rank-aware.
 
 ``Reader`` loads logs back: runs found recursively, typed scalars, tensors, histograms, images,
 audio, text and hparams, NumPy columns or a pandas DataFrame, and tail-following of growing files.
+Event files are untrusted input: the reader raises only :class:`EventFileError` and warns with
+:class:`CorruptRecordWarning` about damage it skips.
 """
 
+from stoker._public import fixup_module_metadata
 from stoker.tensorboard._file_writer import FileWriter
 from stoker.tensorboard._ranks import NullWriter, rank_writer
-from stoker.tensorboard._reader import Reader, read_events
-from stoker.tensorboard._reader_records import (
+from stoker.tensorboard._read import (
+    AudioEvent,
     CorruptRecordWarning,
+    Event,
     EventFileError,
     EventFileReader,
     FilePosition,
-)
-from stoker.tensorboard._reader_types import (
-    AudioEvent,
-    Event,
     HistogramEvent,
     HParams,
     ImageEvent,
+    Reader,
     ScalarSeries,
     TensorEvent,
     TextEvent,
+    read_events,
 )
+from stoker.tensorboard._remote import is_url
 from stoker.tensorboard._writer import SummaryWriter
 
 __all__ = [
@@ -47,6 +51,9 @@ __all__ = [
     "SummaryWriter",
     "TensorEvent",
     "TextEvent",
+    "is_url",
     "rank_writer",
     "read_events",
 ]
+
+fixup_module_metadata(__name__, globals())

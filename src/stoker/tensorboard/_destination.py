@@ -32,8 +32,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from stoker.tensorboard import _remote
-from stoker.tensorboard._remote import filesystem
+from stoker.tensorboard._remote import filesystem, is_url, local_path
 
 _TRIES = 3
 _BACKOFF = 0.5
@@ -224,7 +223,7 @@ class RemoteDestination:
         self._sent_any = False
         self._reset_threads()
 
-    # The store used by ``_embedding.write_embedding`` for the projector files.
+    # The store used by ``_summary.embedding.write_embedding`` for the projector files.
 
     def _path(self, relpath: str) -> str:
         return f"{self._root}/{relpath}"
@@ -263,11 +262,11 @@ def make_destination(
     staging_dir: str | os.PathLike[str] | None,
 ) -> Destination:
     """Return the destination of a log dir: local, or staged and uploaded for a URL."""
-    if _remote.is_url(logdir):
+    if is_url(logdir):
         return RemoteDestination(logdir, storage_options, staging_dir)
     if storage_options is not None:
         raise ValueError(
             f"storage_options must be None for a local log dir, got {storage_options!r}; "
             f"they apply to URL log dirs such as 's3://bucket/run', and {logdir!r} is a path"
         )
-    return LocalDestination(_remote.local_path(logdir))
+    return LocalDestination(local_path(logdir))

@@ -1,20 +1,18 @@
-"""Asynchronous event file writer: file naming, a bounded queue, a writer thread, flushing.
+"""One writer's event files: a bounded batch, a writer thread, framing, rotation, flushing.
 
 Callers hand in encoded ``Event`` payloads. They are appended to an in-memory batch under a lock
-(cheap); a background thread takes the whole batch, frames every record (``_record.frame_many``)
-and appends it to the one open file with a single ``os.write``. The thread wakes when the batch
-reaches ``max_queue`` events, on ``flush()``/``close()``, and at least every ``flush_interval``
-seconds (1 s by default), so data reaches the file quickly even when little is logged; every
-``flush_secs`` seconds it also ``fsync``s the file. The batch is bounded: when the thread falls
-behind by ``max_queue * 256`` events or 64 MiB, callers wait for it, with a deadline.
+(cheap); a background thread takes the whole batch, frames every record (``_proto``'s
+``frame_many``) and appends it to the one open file with a single ``os.write``. The thread
+wakes when the batch reaches ``max_queue`` events, on ``flush()``/``close()``, and at least
+every ``flush_interval`` seconds (1 s by default), so data reaches the file quickly even when
+little is logged; every ``flush_secs`` seconds it also ``fsync``s the file. The batch is
+bounded: when the thread falls behind by ``max_queue * 256`` events or 64 MiB, callers wait for
+it, with a deadline. A write that fails stops the thread; the error is raised by the next
+``add``, ``flush`` or ``close``.
 
-``flush()`` returns only once everything added before it is in the file. On interpreter exit
-(normal or through an uncaught exception), and when a ``multiprocessing`` child ends (forked
-children skip ``atexit``), every writer still open is flushed and closed; writers of URL log
-dirs are closed a little earlier, when the threading module shuts down, so that their last
-upload can still use thread pools (a thread logging after that gets a new file). After
-``os.fork()`` the child drops the parent's unwritten batch (the parent still writes it), never
-touches the parent's file or locks, and opens its own file on its first event.
+``flush()`` returns only once everything added before it is in the file. What happens at exit,
+in ``multiprocessing`` children and after ``os.fork()`` is ``_process_hooks``'s: every open
+file is registered there.
 
 Files go to a *destination*: the log dir itself for a local path, or a staging directory whose
 closed files are uploaded for a URL log dir (``_destination``). The writer thread rotates the
@@ -25,100 +23,22 @@ with its own ``file_version`` record and a name that sorts after the previous on
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
-import sys
 import threading
 import time
-import weakref
 from collections.abc import Callable
 
-from stoker.tensorboard import _record, _wire
 from stoker.tensorboard._destination import Destination, LocalDestination
-from stoker.tensorboard._rotate import Rotation, create_event_file, event_file_name
+from stoker.tensorboard._process_hooks import track, untrack
+from stoker.tensorboard._proto import file_version_event, frame, frame_many
+from stoker.tensorboard._rotate import Rotation, create_event_file
 
-FILE_VERSION = "brain.Event:2"
+__all__ = ["FileState"]
+
 _BACKLOG_EVENTS_PER_SLOT = 256
 _BACKLOG_BYTES = 64 << 20
 _WAIT_SLICE = 0.1
 _DEFAULT_TIMEOUT = 300.0
-
-__all__ = ["FILE_VERSION", "event_file_name", "file_version_event"]
-
-_live_files: weakref.WeakSet[FileState] = weakref.WeakSet()
-_fork_hook_installed = False
-_exit_hook_installed = False
-_multiprocessing_hook_pid = 0
-
-
-def file_version_event(wall_time: float) -> bytes:
-    """Encode the ``Event`` that starts every event file."""
-    version = FILE_VERSION.encode()
-    return (
-        b"\x09"
-        + _wire.DOUBLE.pack(wall_time)
-        + b"\x1a"
-        + _wire.encode_varint(len(version))
-        + version
-    )
-
-
-def _reset_after_fork() -> None:
-    for state in list(_live_files):
-        state.forget_parent()
-
-
-def _install_fork_hook() -> None:
-    global _fork_hook_installed
-    if not _fork_hook_installed and hasattr(os, "register_at_fork"):
-        os.register_at_fork(after_in_child=_reset_after_fork)
-        _fork_hook_installed = True
-
-
-def _close_all_files() -> None:
-    for state in list(_live_files):
-        close_quietly(state)
-
-
-def _install_multiprocessing_hook() -> None:
-    """In a ``multiprocessing`` child, close the files when the child ends.
-
-    A forked ``multiprocessing`` child leaves through ``os._exit`` without running ``atexit``
-    handlers; it runs ``multiprocessing.util`` finalizers instead (registered anew in each
-    child, since the child clears the registry it inherits).
-    """
-    global _multiprocessing_hook_pid
-    util = sys.modules.get("multiprocessing.util")
-    if util is None or _multiprocessing_hook_pid == os.getpid():
-        return
-    util.Finalize(None, _close_all_files, exitpriority=0)
-    _multiprocessing_hook_pid = os.getpid()
-
-
-def _close_remote_files() -> None:
-    for state in list(_live_files):
-        if not isinstance(state.dest, LocalDestination):
-            close_quietly(state)
-            state.reopen_on_add = True  # a non-daemon thread may still log: take a new file
-
-
-def _install_exit_hook() -> None:
-    """Close URL log dir writers early at exit, while uploads can still use thread pools.
-
-    ``atexit`` handlers (where ``weakref.finalize`` closes writers) run after the threading
-    module has shut ``concurrent.futures`` down, and async fsspec backends (s3fs through
-    aiohttp's resolver) need an executor to upload. Hooks registered with threading's own
-    exit list run first, in reverse order, so ``concurrent.futures.thread`` is imported (and
-    registers its hook) before ours.
-    """
-    global _exit_hook_installed
-    register = getattr(threading, "_register_atexit", None)
-    if _exit_hook_installed or register is None:
-        return
-    import concurrent.futures.thread  # noqa: F401, PLC0415 - registers its exit hook before ours
-
-    register(_close_remote_files)
-    _exit_hook_installed = True
 
 
 class FileState:
@@ -168,7 +88,7 @@ class FileState:
         directory = self.dest.directory()
         os.makedirs(directory, exist_ok=True)
         fd, path, stamp = create_event_file(directory, self.filename_suffix, self.stamp)
-        head = _record.frame(file_version_event(time.time()))
+        head = frame(file_version_event(time.time()))
         try:
             _write_all(fd, head)
         except OSError:
@@ -203,11 +123,7 @@ class FileState:
             target=self._run, name=f"stoker-tensorboard-writer:{self.path}", daemon=True
         )
         self.thread.start()
-        _install_fork_hook()
-        _install_multiprocessing_hook()
-        if not isinstance(self.dest, LocalDestination):
-            _install_exit_hook()
-        _live_files.add(self)
+        track(self, remote=not isinstance(self.dest, LocalDestination))
 
     def forget_parent(self) -> None:
         """In a forked child: drop the parent's thread, batch and file; reopen on next use."""
@@ -291,13 +207,13 @@ class FileState:
                 )
         self.closed = True
         self.thread = None
-        _live_files.discard(self)
+        untrack(self)
         try:
             if self.pending and self.error is None:
                 if self.fd is None:
                     self._new_file()
                 if self.fd is not None:
-                    _write_all(self.fd, _record.frame_many(self.pending))
+                    _write_all(self.fd, frame_many(self.pending))
                     self.file_events += len(self.pending)
                     self.pending = []
         finally:
@@ -348,7 +264,7 @@ class FileState:
                         self._new_file()
                     fd = self.fd
                     if fd is not None:
-                        data = _record.frame_many(batch)
+                        data = frame_many(batch)
                         _write_all(fd, data)
                         stored = True
                         self.file_bytes += len(data)
@@ -376,14 +292,6 @@ class FileState:
                 with cond:
                     if not self.pending:
                         return
-
-
-def close_quietly(state: FileState) -> None:
-    """Close at garbage collection or interpreter exit, logging instead of raising."""
-    try:
-        state.close()
-    except RuntimeError:
-        logging.getLogger(__name__).exception("closing event file %s failed", state.path)
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -1,8 +1,13 @@
-"""FileWriter: torch's low-level writer of ``Event`` and ``Summary`` messages to one event file.
+"""The writers of torch's low-level API: FileWriter, and the EventFileWriter handle beneath it.
 
-Messages may be given as encoded ``bytes``, as message dicts (see ``_messages``), or as protobuf
-objects from the ``tensorboard`` package (anything with ``SerializeToString``), so code written
-for ``torch.utils.tensorboard.FileWriter`` keeps working.
+:class:`EventFileWriter` is the handle on one writer's event files: it validates the options,
+picks the destination (the log dir itself, or a staging directory uploaded to a URL log dir)
+and closes the files when it is garbage-collected or at exit; the queue, the writer thread and
+rotation are ``_event_file.FileState``'s. :class:`FileWriter` is torch's writer of ``Event``
+and ``Summary`` messages over it. Messages may be given as encoded ``bytes``, as message dicts
+(see ``_proto.messages``), or as protobuf objects from the ``tensorboard`` package (anything
+with ``SerializeToString``), so code written for ``torch.utils.tensorboard.FileWriter`` keeps
+working.
 """
 
 from __future__ import annotations
@@ -10,17 +15,30 @@ from __future__ import annotations
 import operator
 import os
 import time
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
-from stoker.tensorboard import _messages as pb
-from stoker.tensorboard import _messages_plugins as plugin_pb
-from stoker.tensorboard import _wire
-from stoker.tensorboard._event_writer import EventFileWriter
-from stoker.tensorboard._summary import event_bytes
+from stoker._checks import check_int
+from stoker.tensorboard._destination import Destination, make_destination
+from stoker.tensorboard._event_file import FileState
+from stoker.tensorboard._process_hooks import close_quietly
+from stoker.tensorboard._proto import (
+    EVENT,
+    GRAPH_DEF,
+    RUN_METADATA,
+    SUMMARY,
+    MessageType,
+    event_bytes,
+    set_time_and_step,
+)
+from stoker.tensorboard._remote import is_url
+from stoker.tensorboard._rotate import Rotation
+
+__all__ = ["EventFileWriter", "FileWriter", "check_step", "check_walltime", "message_bytes"]
 
 
-def message_bytes(message: Any, kind: pb.MessageType, name: str) -> bytes:
+def message_bytes(message: Any, kind: MessageType, name: str) -> bytes:
     """Return the encoding of ``message`` given as bytes, a dict or a protobuf object."""
     if isinstance(message, (bytes, bytearray, memoryview)):
         return bytes(message)
@@ -66,28 +84,91 @@ def check_walltime(walltime: Any) -> float:
     return float(walltime)
 
 
-def _set_time_and_step(event: bytes, wall_time: float, step: int | None) -> bytes:
-    """Rewrite fields 1 (wall_time) and 2 (step) of an encoded ``Event``; keep the rest as is."""
-    head = [b"\x09", _wire.DOUBLE.pack(wall_time)]
-    rest: list[bytes] = []
-    for number, wire_type, value in _wire.iter_fields(event):
-        if number == 1 and wire_type == _wire.I64:
-            continue
-        if number == 2 and wire_type == _wire.VARINT:
-            if step is None:
-                step = _wire.to_signed64(value)
-            continue
-        rest.append(_wire.key(number, wire_type))
-        if wire_type == _wire.VARINT:
-            rest.append(_wire.encode_varint(value))
-        elif wire_type == _wire.LEN:
-            rest.append(_wire.encode_varint(len(value)))
-            rest.append(bytes(value))
-        else:
-            rest.append(value)
-    if step:
-        head.append(b"\x10" + _wire.encode_varint(step))
-    return b"".join(head + rest)
+class EventFileWriter:
+    """Writes encoded events to event files in a log directory, from a background thread.
+
+    Args:
+        logdir: Directory for the event file; created if missing. A URL (``s3://bucket/run``
+            or any fsspec URL) writes files in a local staging directory and uploads each one
+            once it is closed (needs fsspec).
+        max_queue: Events batched before the writer thread is woken.
+        flush_secs: Seconds between ``fsync`` calls of the event file.
+        filename_suffix: Appended to the event file name.
+        flush_interval: Longest time, in seconds, an event waits before it is written to the file.
+        max_file_bytes: Start a new event file once the current one holds this many bytes.
+            Default ``None``: no limit for a local log dir, 32 MiB for a URL; 0 means no limit.
+        max_file_secs: Start a new event file once the current one (with at least one event)
+            is this many seconds old. Default ``None``: no limit for a local log dir, 120 s for a
+            URL, so events reach the store within about two minutes; 0 means no limit.
+        storage_options: fsspec filesystem options for a URL log dir, e.g.
+            ``{"endpoint_url": "http://127.0.0.1:9000"}``.
+        staging_dir: Where a URL log dir's files are staged; default the temp directory.
+    """
+
+    def __init__(
+        self,
+        logdir: str,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str = "",
+        flush_interval: float = 1.0,
+        *,
+        max_file_bytes: int | None = None,
+        max_file_secs: float | None = None,
+        storage_options: Mapping[str, Any] | None = None,
+        staging_dir: str | os.PathLike[str] | None = None,
+    ) -> None:
+        """Open a new event file in ``logdir``."""
+        queue_size: int = check_int(max_queue, "max_queue", hint="pass e.g. 10")
+        if not isinstance(flush_secs, (int, float)) or flush_secs <= 0:
+            raise ValueError(f"flush_secs must be a positive number, got {flush_secs!r}")
+        if not isinstance(filename_suffix, str):
+            raise TypeError(f"filename_suffix must be a str, got {filename_suffix!r}")
+        logdir = str(logdir)
+        rotation = Rotation.from_options(max_file_bytes, max_file_secs, remote=is_url(logdir))
+        dest = make_destination(logdir, storage_options, staging_dir)
+        interval = min(float(flush_interval), float(flush_secs))
+        self._state = FileState(
+            dest, queue_size, flush_secs, filename_suffix, interval, rotation=rotation
+        )
+        self._state.open()
+        self._finalizer = weakref.finalize(self, close_quietly, self._state)
+
+    @property
+    def path(self) -> str:
+        """The path of the current event file (in the staging directory for a URL log dir)."""
+        return self._state.path
+
+    @property
+    def destination(self) -> Destination:
+        """Where the files go: a local log dir, or a staged and uploaded URL log dir."""
+        return self._state.dest
+
+    def get_logdir(self) -> str:
+        """Return the directory the event file is in."""
+        return self._state.logdir
+
+    def add_event_bytes(self, data: bytes) -> None:
+        """Queue one encoded ``Event``."""
+        self._state.add(data)
+
+    def flush(self) -> None:
+        """Return once every queued event is in the file."""
+        self._state.flush()
+
+    def close(self) -> None:
+        """Flush and close the file; later events need :meth:`reopen`."""
+        self._state.close()
+
+    def reopen(self) -> None:
+        """Open a new event file in the same directory after :meth:`close`; no-op if open."""
+        if self._state.closed:
+            self._state.open()
+
+    @property
+    def closed(self) -> bool:
+        """Whether the writer is closed."""
+        return self._state.closed
 
 
 class FileWriter:
@@ -153,9 +234,9 @@ class FileWriter:
             step: Optional global step.
             walltime: Optional wall time in seconds since the epoch.
         """
-        data = message_bytes(event, pb.EVENT, "event")
+        data = message_bytes(event, EVENT, "event")
         self.event_writer.add_event_bytes(
-            _set_time_and_step(data, check_walltime(walltime), check_step(step))
+            set_time_and_step(data, check_walltime(walltime), check_step(step))
         )
 
     def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:
@@ -166,7 +247,7 @@ class FileWriter:
             global_step: Optional global step.
             walltime: Optional wall time in seconds since the epoch.
         """
-        data = message_bytes(summary, pb.SUMMARY, "summary")
+        data = message_bytes(summary, SUMMARY, "summary")
         self.event_writer.add_event_bytes(
             event_bytes(data, check_step(global_step), check_walltime(walltime))
         )
@@ -184,20 +265,16 @@ class FileWriter:
             )
         graph, run_metadata = graph_profile
         wall = check_walltime(walltime)
-        self.add_event(
-            {"graph_def": message_bytes(graph, plugin_pb.GRAPH_DEF, "graph")}, None, wall
-        )
+        self.add_event({"graph_def": message_bytes(graph, GRAPH_DEF, "graph")}, None, wall)
         tagged = {
             "tag": "step1",
-            "run_metadata": message_bytes(run_metadata, plugin_pb.RUN_METADATA, "run_metadata"),
+            "run_metadata": message_bytes(run_metadata, RUN_METADATA, "run_metadata"),
         }
         self.add_event({"tagged_run_metadata": tagged}, None, wall)
 
     def add_onnx_graph(self, graph: Any, walltime: Any = None) -> None:
         """Add a ``GraphDef`` (bytes, dict or protobuf) converted from an ONNX model."""
-        self.add_event(
-            {"graph_def": message_bytes(graph, plugin_pb.GRAPH_DEF, "graph")}, None, walltime
-        )
+        self.add_event({"graph_def": message_bytes(graph, GRAPH_DEF, "graph")}, None, walltime)
 
     def flush(self) -> None:
         """Return once every event added so far is in the file."""

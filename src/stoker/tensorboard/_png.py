@@ -1,4 +1,9 @@
-"""Encode an HWC ``uint8`` array as a PNG file, fast, with ``zlib`` and NumPy only."""
+"""PNG bytes: a fast encoder (``zlib`` and NumPy only) and the header facts the reader needs.
+
+The writer encodes every image, sprite and box drawing with :func:`encode_png`; the reader
+takes the channel count of a TF2-style image from its header with :func:`png_channels`. Both
+sides share the signature and the colour-type table here.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,17 @@ import zlib
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ["encode_png"]
+__all__ = ["PNG_SIGNATURE", "encode_png", "png_channels"]
 
-_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+"""The eight bytes every PNG file starts with."""
 # PNG colour type for each channel count: gray, gray+alpha, RGB, RGBA.
 _PNG_COLOR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}
+# And back, with the palette type (3), whose pixels are RGB.
+_PNG_CHANNELS = {color: channels for channels, color in _PNG_COLOR_TYPE.items()} | {3: 3}
+# The IHDR colour type byte: signature (8), chunk length and type (8), width and height (8),
+# bit depth (1).
+_COLOR_TYPE_OFFSET = 25
 # Below this many filtered bytes the whole image is compressed at level 1 without probing.
 _PROBE_MIN_BYTES = 1 << 16
 _PROBE_SLICES = 4
@@ -87,9 +98,16 @@ def encode_png(hwc_uint8: npt.NDArray[np.uint8], level: int | None = None) -> by
     header = struct.pack(">IIBBBBB", width, height, 8, _PNG_COLOR_TYPE[channels], 0, 0, 0)
     return b"".join(
         (
-            _PNG_SIGNATURE,
+            PNG_SIGNATURE,
             _png_chunk(b"IHDR", header),
             _png_chunk(b"IDAT", idat),
             _png_chunk(b"IEND", b""),
         )
     )
+
+
+def png_channels(encoded: bytes) -> int:
+    """Channels of a PNG from its IHDR colour type (palette counts as 3); 0 when not a PNG."""
+    if len(encoded) <= _COLOR_TYPE_OFFSET or not encoded.startswith(PNG_SIGNATURE):
+        return 0
+    return _PNG_CHANNELS.get(encoded[_COLOR_TYPE_OFFSET], 0)

@@ -22,11 +22,11 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-import sys
 from collections.abc import Callable
 from typing import Any
 
-from stoker.tensorboard import _remote
+from stoker._checks import resolve_world
+from stoker.tensorboard._remote import join
 from stoker.tensorboard._writer import SummaryWriter
 
 __all__ = ["NullWriter", "rank_writer", "resolve_rank"]
@@ -34,69 +34,21 @@ __all__ = ["NullWriter", "rank_writer", "resolve_rank"]
 _POLICIES = ("rank0", "per_rank")
 
 
-def _check_int(value: Any, name: str, minimum: int, source: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r} from {source}; pass e.g. 0")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value!r} from {source}")
-    return value
-
-
-def _env_int(variable: str, minimum: int) -> int | None:
-    text = os.environ.get(variable, "").strip()
-    if not text:
-        return None
-    try:
-        value = int(text)
-    except ValueError as err:
-        raise ValueError(
-            f"environment variable {variable} must be an int, got {text!r}; unset it or pass "
-            f"{variable.lower()}= explicitly"
-        ) from err
-    return _check_int(value, variable.lower(), minimum, f"${variable}")
-
-
-def _initialized_torch_distributed() -> Any:
-    """``torch.distributed`` if the program imported it and initialized a group, else None."""
-    dist = sys.modules.get("torch.distributed")
-    if dist is None:
-        return None
-    if getattr(dist, "is_available", lambda: False)() and dist.is_initialized():
-        return dist
-    return None
-
-
 def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int | None]:
     """Return ``(rank, world_size)`` of this process.
 
     Each comes from its argument, else from an initialized ``torch.distributed`` process group
     (only if the program already imported torch), else from the ``RANK`` / ``WORLD_SIZE``
-    environment variables; the rank defaults to 0 and the world size to None (unknown).
+    environment variables (``stoker._checks.resolve_world``); a writer then assumes rank 0 and
+    leaves the world size None (unknown).
 
     Raises:
         TypeError: If an argument is not an int.
         ValueError: If a value is negative, the world size is < 1, an environment variable is
             not an int, or the rank is not below the world size.
     """
-    dist = _initialized_torch_distributed()
-    if rank is not None:
-        found_rank = _check_int(rank, "rank", 0, "the rank argument")
-    elif dist is not None:
-        found_rank = int(dist.get_rank())
-    else:
-        found_rank = _env_int("RANK", 0) or 0
-    if world_size is not None:
-        found_size: int | None = _check_int(world_size, "world_size", 1, "the argument")
-    elif dist is not None:
-        found_size = int(dist.get_world_size())
-    else:
-        found_size = _env_int("WORLD_SIZE", 1)
-    if found_size is not None and found_rank >= found_size:
-        raise ValueError(
-            f"rank must be below world_size ({found_size}), got {found_rank}; check RANK and "
-            "WORLD_SIZE or the arguments"
-        )
-    return found_rank, found_size
+    rank, world_size = resolve_world(rank, world_size)
+    return (0 if rank is None else rank), world_size
 
 
 def _no_op(method: Callable[..., Any]) -> Callable[..., None]:
@@ -188,7 +140,7 @@ def rank_writer(
     this_rank, _ = resolve_rank(rank, world_size)
     base = os.fspath(log_dir)
     if policy == "per_rank":
-        return SummaryWriter(_remote.join(base, f"rank_{this_rank}"), **writer_kwargs)
+        return SummaryWriter(join(base, f"rank_{this_rank}"), **writer_kwargs)
     if this_rank == 0:
         return SummaryWriter(base, **writer_kwargs)
     return NullWriter(base, **writer_kwargs)

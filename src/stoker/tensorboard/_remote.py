@@ -5,10 +5,10 @@ any protocol fsspec knows) is remote; ``file://`` URLs and plain paths are local
 optional and imported only when a URL is used; a missing fsspec (or a missing protocol package
 such as s3fs) raises an ``ImportError`` that says what to install.
 
-Writers stage files locally and upload them (``_remote_upload``). Readers use
-:func:`find_runs` / :func:`list_event_files` to find the event files of a URL log dir and
-:func:`open_binary` to read one; uploaded event files never change after they appear, so a
-reader that has read a remote file to its end is done with it.
+Writers stage files locally and upload each closed one (``_destination.RemoteDestination``).
+Readers use :func:`find_runs` / :func:`list_event_files` to find the event files of a URL log
+dir and :func:`open_binary` to read one; uploaded event files never change after they appear,
+so a reader that has read a remote file to its end is done with it.
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ import re
 from collections.abc import Mapping
 from typing import Any, BinaryIO, cast
 
+from stoker.tensorboard._rotate import is_event_file
+
 __all__ = [
     "exists",
     "filesystem",
     "find_runs",
-    "is_event_file_name",
     "is_url",
     "join",
     "list_event_files",
@@ -46,19 +47,21 @@ _PROTOCOL_PACKAGES = {
 
 
 def is_url(path: Any) -> bool:
-    """Tell whether ``path`` is a URL handled by fsspec (``file://`` URLs count as local)."""
+    """Tell whether a log dir is a URL, read and written through fsspec, rather than a path.
+
+    ``"<protocol>://..."`` (``s3://bucket/run``, ``gs://...``, ``memory://...``) is a URL;
+    plain paths, ``os.PathLike`` objects and ``file://`` URLs are local.
+
+    Example:
+        >>> is_url("s3://bucket/run"), is_url("runs/exp1"), is_url("file:///tmp/run")
+        (True, False, False)
+    """
     return isinstance(path, str) and bool(_URL.match(path)) and not path.startswith("file://")
 
 
 def local_path(path: str) -> str:
     """Return ``path`` with a leading ``file://`` removed."""
     return path[len("file://") :] if path.startswith("file://") else path
-
-
-def is_event_file_name(name: str) -> bool:
-    """Tell whether a file name is an event file's, by TensorBoard's rule."""
-    base = name.rstrip("/").rsplit("/", 1)[-1]
-    return "tfevents" in base and not base.endswith(".profile-empty")
 
 
 def _import_fsspec(url: str) -> Any:
@@ -136,7 +139,7 @@ def find_runs(url: str, storage_options: Mapping[str, Any] | None = None) -> dic
         return {".": [_url_of(fs, root)]}
     runs: dict[str, list[str]] = {}
     for path in sorted(str(p) for p in fs.find(root)):
-        if not is_event_file_name(path):
+        if not is_event_file(path):
             continue
         directory = path.rsplit("/", 1)[0]
         run = "." if directory == root else directory[len(root) + 1 :]

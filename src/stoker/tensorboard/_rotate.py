@@ -1,11 +1,12 @@
-"""Unique, time-ordered names for event files and sub-runs, and the policy for rotating files.
+"""Event file names (unique and time-ordered, and how to recognise one), sub-runs, rotation.
 
 An event file is named ``events.out.tfevents.<time>.<host>.<pid>.<n><suffix>``, as TensorBoard's
-own writers name it. ``<n>`` is a process-wide counter, so two writers of one process never pick
-the same name, even within one second; ``<host>`` and ``<pid>`` keep processes and machines
-apart. Files are created with ``O_EXCL``: should a name be taken anyway (two machines with the
-same host name and pid sharing a directory), the next counter value is tried, so a writer never
-appends to another writer's file.
+own writers name it; readers take any file whose name contains ``tfevents`` for an event file
+(:func:`is_event_file`). ``<n>`` is a process-wide counter, so two writers of one process never
+pick the same name, even within one second; ``<host>`` and ``<pid>`` keep processes and
+machines apart. Files are created with ``O_EXCL``: should a name be taken anyway (two machines
+with the same host name and pid sharing a directory), the next counter value is tried, so a
+writer never appends to another writer's file.
 
 TensorBoard reads the files of a run in name order and does not go back to an earlier file, so a
 writer that starts another file (rotation, or ``reopen()`` after ``close()``) gives it a
@@ -40,6 +41,16 @@ DEFAULT_REMOTE_FILE_BYTES = 32 << 20
 """Default ``max_file_bytes`` of a URL log dir: 32 MiB."""
 DEFAULT_REMOTE_FILE_SECS = 120.0
 """Default ``max_file_secs`` of a URL log dir: 120 s, torch's default ``flush_secs``."""
+
+
+def is_event_file(path: str) -> bool:
+    """Tell whether a file is an event file by its name, TensorBoard's rule.
+
+    The name must contain ``tfevents`` and not end with ``.profile-empty`` (the profiler's
+    marker files). ``path`` may be a bare name, a local path or a URL.
+    """
+    base = os.path.basename(path.rstrip("/"))
+    return "tfevents" in base and not base.endswith(".profile-empty")
 
 
 def event_file_name(filename_suffix: str = "", stamp: int | None = None) -> str:

@@ -1,8 +1,10 @@
 """SummaryWriter: the ``torch.utils.tensorboard.SummaryWriter`` API over stoker's event files.
 
-Every ``add_*`` method validates its input, builds the encoded ``Summary`` with a builder from
-``_summary*`` and queues one ``Event`` on the run's :class:`FileWriter`. ``add_scalar`` takes a
-shortcut: the event bytes are spliced from a per-tag cached prefix, with no message objects.
+Every ``add_*`` method hands its input to a builder of ``_summary`` (which validates it and
+returns the encoded ``Summary``) and queues one ``Event`` on the run's :class:`FileWriter`.
+``add_scalar`` takes a shortcut: the event bytes are spliced from a per-tag cached prefix, with
+no message objects. The writer also owns the run's other files: the sub-runs of
+``add_scalars`` and ``add_hparams``, and the purge events of ``purge_step``.
 """
 
 from __future__ import annotations
@@ -10,21 +12,22 @@ from __future__ import annotations
 import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from types import TracebackType
 from typing import Any
 
-from stoker.tensorboard import _histogram, _remote, _summary, _summary_media, _summary_plugins
-from stoker.tensorboard import _messages as pb
-from stoker.tensorboard._event_file import FILE_VERSION
+import stoker.tensorboard._summary as summaries
+from stoker.tensorboard._destination import RemoteDestination
 from stoker.tensorboard._file_writer import FileWriter, check_step, check_walltime
+from stoker.tensorboard._proto import event_bytes
+from stoker.tensorboard._remote import is_url, join
 from stoker.tensorboard._rotate import unique_subdir
-from stoker.tensorboard._summary import scalar_to_float
-from stoker.tensorboard._writer_plugins import PluginMethods
+
+__all__ = ["SummaryWriter"]
 
 
-class SummaryWriter(PluginMethods):
+class SummaryWriter:
     """Writes TensorBoard event files; a drop-in for ``torch.utils.tensorboard.SummaryWriter``.
 
     Args:
@@ -93,7 +96,7 @@ class SummaryWriter(PluginMethods):
         self.all_writers: dict[str, FileWriter] | None = None
         self._closed_main: FileWriter | None = None
         self._closed_writers: dict[str, FileWriter] = {}
-        self._scalars = _summary.ScalarEventEncoder()
+        self._scalars = summaries.ScalarEventEncoder()
         self._add_bytes: Any = None
         self._get_file_writer()
 
@@ -106,20 +109,8 @@ class SummaryWriter(PluginMethods):
             self.all_writers = {writer.get_logdir(): writer}
             self._add_bytes = writer.add_event_bytes
             if self.purge_step is not None:
-                now = time.time()
-                step = self.purge_step
-                writer.add_event_bytes(
-                    pb.EVENT.encode({"wall_time": now, "step": step, "file_version": FILE_VERSION})
-                )
-                # TensorBoard's Python loaders purge points with step >= purge_step when they
-                # read a SessionLog START, but the plugin loader (--load_fast=false) ignores the
-                # first START of a run. Torch writes one; a second one at the same step makes
-                # both loaders purge (the Rust loader drops re-written steps by itself).
-                start = pb.EVENT.encode(
-                    {"wall_time": now, "step": step, "session_log": {"status": pb.SESSION_START}}
-                )
-                writer.add_event_bytes(start)
-                writer.add_event_bytes(start)
+                for event in summaries.purge_events(self.purge_step, time.time()):
+                    writer.add_event_bytes(event)
                 self.purge_step = None
         return self.file_writer
 
@@ -137,9 +128,7 @@ class SummaryWriter(PluginMethods):
 
     def _add_summary(self, summary: bytes, global_step: Any, walltime: Any) -> None:
         self._get_file_writer()
-        self._add_bytes(
-            _summary.event_bytes(summary, check_step(global_step), check_walltime(walltime))
-        )
+        self._add_bytes(event_bytes(summary, check_step(global_step), check_walltime(walltime)))
 
     def get_logdir(self) -> str:
         """Return the run directory."""
@@ -168,17 +157,15 @@ class SummaryWriter(PluginMethods):
             same_run: stoker extension. Write into this run's own event file instead of a new
                 sub-run directory, so the hyperparameters belong to the scalars of this run.
         """
-        experiment, start, end = _summary_plugins.hparams(
-            hparam_dict, metric_dict, hparam_domain_discrete
-        )
+        experiment, start, end = summaries.hparams(hparam_dict, metric_dict, hparam_domain_discrete)
         if same_run:
             target: SummaryWriter = self
         else:
             logdir = self._get_file_writer().get_logdir()
             if run_name:
-                subrun = _remote.join(logdir, run_name)
+                subrun = join(logdir, run_name)
             else:
-                subrun = unique_subdir(logdir, str(time.time()), local=not _remote.is_url(logdir))
+                subrun = unique_subdir(logdir, str(time.time()), local=not is_url(logdir))
             target = SummaryWriter(log_dir=subrun, **self._file_options)
         try:
             for summary in (experiment, start, end):
@@ -208,11 +195,13 @@ class SummaryWriter(PluginMethods):
             new_style: Store as a scalar tensor instead of ``simple_value``.
             double_precision: With ``new_style``, store a float64 tensor.
         """
-        value = scalar_value if type(scalar_value) is float else scalar_to_float(scalar_value)
+        value = (
+            scalar_value if type(scalar_value) is float else summaries.scalar_to_float(scalar_value)
+        )
         step = global_step if type(global_step) is int else check_step(global_step)
         wall = time.time() if walltime is None else check_walltime(walltime)
         if new_style:
-            summary = _summary.scalar(tag, value, True, double_precision)
+            summary = summaries.scalar(tag, value, True, double_precision)
             self._add_summary(summary, step, wall)
             return
         if self._add_bytes is None:
@@ -227,13 +216,15 @@ class SummaryWriter(PluginMethods):
         walltime: Any = None,
     ) -> None:
         """Add several scalars under one chart; each key goes to the sub-run ``main_tag_key``."""
-        _summary.check_tag(main_tag, "main_tag")
+        summaries.check_tag(main_tag, "main_tag")
         if not isinstance(tag_scalar_dict, Mapping):
             raise TypeError(f"tag_scalar_dict must be a dict, got {tag_scalar_dict!r}")
         wall = check_walltime(walltime)
         step = check_step(global_step)
         values = {
-            _summary.check_tag(key, "tag_scalar_dict key"): scalar_to_float(value, repr(key))
+            summaries.check_tag(key, "tag_scalar_dict key"): summaries.scalar_to_float(
+                value, repr(key)
+            )
             for key, value in tag_scalar_dict.items()
         }
         logdir = self._get_file_writer().get_logdir()
@@ -252,7 +243,7 @@ class SummaryWriter(PluginMethods):
         self, tag: str, tensor: Any, global_step: Any = None, walltime: Any = None
     ) -> None:
         """Add a whole tensor (any dtype TensorBoard reads, bfloat16 and float16 included)."""
-        self._add_summary(_summary.tensor(tag, tensor), global_step, walltime)
+        self._add_summary(summaries.tensor(tag, tensor), global_step, walltime)
 
     def add_histogram(  # noqa: PLR0917 - torch's positional signature
         self,
@@ -264,7 +255,7 @@ class SummaryWriter(PluginMethods):
         max_bins: int | None = None,
     ) -> None:
         """Add a histogram of ``values``; ``bins``: 'tensorflow', a count, a NumPy rule or edges."""
-        self._add_summary(_histogram.histogram(tag, values, bins, max_bins), global_step, walltime)
+        self._add_summary(summaries.histogram(tag, values, bins, max_bins), global_step, walltime)
 
     def add_histogram_raw(  # noqa: PLR0917 - torch's positional signature
         self,
@@ -280,7 +271,7 @@ class SummaryWriter(PluginMethods):
         walltime: Any = None,
     ) -> None:
         """Add a histogram from precomputed statistics and buckets."""
-        summary = _histogram.histogram_raw(
+        summary = summaries.histogram_raw(
             tag, min, max, num, sum, sum_squares, bucket_limits, bucket_counts
         )
         self._add_summary(summary, global_step, walltime)
@@ -294,7 +285,7 @@ class SummaryWriter(PluginMethods):
         dataformats: str = "CHW",
     ) -> None:
         """Add an image; floats are taken in [0, 1], uint8 in [0, 255]."""
-        self._add_summary(_summary_media.image(tag, img_tensor, dataformats), global_step, walltime)
+        self._add_summary(summaries.image(tag, img_tensor, dataformats), global_step, walltime)
 
     def add_images(
         self,
@@ -305,7 +296,7 @@ class SummaryWriter(PluginMethods):
         dataformats: str = "NCHW",
     ) -> None:
         """Add a batch of images, tiled into one grid image."""
-        self._add_summary(_summary_media.image(tag, img_tensor, dataformats), global_step, walltime)
+        self._add_summary(summaries.image(tag, img_tensor, dataformats), global_step, walltime)
 
     def add_image_with_boxes(  # noqa: PLR0917 - torch's positional signature
         self,
@@ -319,7 +310,7 @@ class SummaryWriter(PluginMethods):
         labels: Any = None,
     ) -> None:
         """Add an image with boxes ``[x1, y1, x2, y2]`` drawn on it, optionally labelled."""
-        summary = _summary_media.image_with_boxes(
+        summary = summaries.image_with_boxes(
             tag, img_tensor, box_tensor, rescale, dataformats, labels
         )
         self._add_summary(summary, global_step, walltime)
@@ -333,7 +324,7 @@ class SummaryWriter(PluginMethods):
         walltime: Any = None,
     ) -> None:
         """Render a matplotlib figure (or a list of figures) and add it as an image."""
-        self._add_summary(_summary_media.figure(tag, figure, close), global_step, walltime)
+        self._add_summary(summaries.figure(tag, figure, close), global_step, walltime)
 
     def add_video(
         self,
@@ -344,7 +335,7 @@ class SummaryWriter(PluginMethods):
         walltime: Any = None,
     ) -> None:
         """Add a video ``(N, T, C, H, W)`` as an animated GIF."""
-        self._add_summary(_summary_media.video(tag, vid_tensor, fps), global_step, walltime)
+        self._add_summary(summaries.video(tag, vid_tensor, fps), global_step, walltime)
 
     def add_audio(
         self,
@@ -355,7 +346,121 @@ class SummaryWriter(PluginMethods):
         walltime: Any = None,
     ) -> None:
         """Add mono audio with samples in [-1, 1]."""
-        self._add_summary(_summary_media.audio(tag, snd_tensor, sample_rate), global_step, walltime)
+        self._add_summary(summaries.audio(tag, snd_tensor, sample_rate), global_step, walltime)
+
+    def add_text(
+        self, tag: str, text_string: str, global_step: Any = None, walltime: Any = None
+    ) -> None:
+        """Add a text (Markdown) entry."""
+        self._add_summary(summaries.text(tag, text_string), global_step, walltime)
+
+    def add_onnx_graph(self, prototxt: str) -> None:
+        """Add the graph of an ONNX model file (needs the ``onnx`` package)."""
+        self._get_file_writer().add_onnx_graph(summaries.onnx_graph_def(prototxt))
+
+    def add_graph(
+        self,
+        model: Any,
+        input_to_model: Any = None,
+        verbose: bool = False,
+        use_strict_trace: bool = True,
+    ) -> None:
+        """Add the graph of a torch module, traced with ``torch.jit.trace`` (needs torch)."""
+        self._get_file_writer().add_graph(
+            summaries.torch_graph(model, input_to_model, verbose, use_strict_trace)
+        )
+
+    def add_embedding(  # noqa: PLR0917 - torch's positional signature
+        self,
+        mat: Any,
+        metadata: Sequence[Any] | None = None,
+        label_img: Any = None,
+        global_step: int | None = None,
+        tag: str = "default",
+        metadata_header: Sequence[str] | None = None,
+    ) -> None:
+        """Add an embedding for the projector: tensors, metadata and a sprite of label images."""
+        summaries.check_tag(tag)
+        event_writer = self._get_file_writer().event_writer
+        destination = event_writer.destination
+        summaries.write_embedding(
+            event_writer.get_logdir(),
+            mat,
+            metadata,
+            label_img,
+            metadata_header,
+            tag,
+            0 if global_step is None else check_step(global_step),
+            store=destination if isinstance(destination, RemoteDestination) else None,
+        )
+
+    def add_pr_curve(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        labels: Any,
+        predictions: Any,
+        global_step: Any = None,
+        num_thresholds: int = 127,
+        weights: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Add a precision-recall curve computed from binary labels and predictions."""
+        summary = summaries.pr_curve(tag, labels, predictions, num_thresholds, weights)
+        self._add_summary(summary, global_step, walltime)
+
+    def add_pr_curve_raw(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        true_positive_counts: Any,
+        false_positive_counts: Any,
+        true_negative_counts: Any,
+        false_negative_counts: Any,
+        precision: Any,
+        recall: Any,
+        global_step: Any = None,
+        num_thresholds: int = 127,
+        weights: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Add a precision-recall curve from precomputed counts; ``weights`` is unused."""
+        curves = (true_positive_counts, false_positive_counts, true_negative_counts,
+                  false_negative_counts, precision, recall)  # fmt: skip
+        summary = summaries.pr_curve_raw(tag, curves, num_thresholds)
+        self._add_summary(summary, global_step, walltime)
+
+    def add_custom_scalars_multilinechart(
+        self, tags: list[str], category: str = "default", title: str = "untitled"
+    ) -> None:
+        """Add a custom-scalars chart plotting ``tags`` together."""
+        self.add_custom_scalars({category: {title: ["Multiline", tags]}})
+
+    def add_custom_scalars_marginchart(
+        self, tags: list[str], category: str = "default", title: str = "untitled"
+    ) -> None:
+        """Add a custom-scalars margin chart from three tags: value, lower, upper."""
+        if len(tags) != 3:
+            raise ValueError(
+                f"tags must have exactly 3 entries (value, lower, upper), got {tags!r}"
+            )
+        self.add_custom_scalars({category: {title: ["Margin", tags]}})
+
+    def add_custom_scalars(self, layout: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
+        """Set the custom-scalars layout: ``{category: {chart: ['Multiline'|'Margin', tags]}}``."""
+        self._add_summary(summaries.custom_scalars(layout), None, None)
+
+    def add_mesh(  # noqa: PLR0917 - torch's positional signature
+        self,
+        tag: str,
+        vertices: Any,
+        colors: Any = None,
+        faces: Any = None,
+        config_dict: dict[str, Any] | None = None,
+        global_step: Any = None,
+        walltime: Any = None,
+    ) -> None:
+        """Add a mesh or point cloud: vertices, optional colors and faces, each ``(B, N, 3)``."""
+        summary = summaries.mesh(tag, vertices, colors, faces, config_dict)
+        self._add_summary(summary, global_step, walltime)
 
     def flush(self) -> None:
         """Return once every event added so far is in its file.

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tb_loaders import tb_scalars
 
 import stoker.tensorboard as stb
 
@@ -59,14 +60,6 @@ def tb_file_scalars(path: Path) -> list[tuple[str, int, float]]:
                 number = float(tensor_util.make_ndarray(value.tensor))
                 points.append((value.tag, event.step, number))
     return points
-
-
-def tb_scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) of a scalar tag in a run, loaded by TensorBoard's EventAccumulator."""
-    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
-    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
-    acc.Reload()
-    return [(event.step, event.value) for event in acc.Scalars(tag)]
 
 
 def join_all(processes: list[Any]) -> None:

@@ -20,10 +20,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tb_loaders import tb_scalars
 
 import stoker.tensorboard as stb
-from stoker.tensorboard import _messages as pb
-from stoker.tensorboard import _record, _remote
+from stoker.tensorboard import _remote
+from stoker.tensorboard._proto import EVENT, scan
 
 s3fs = pytest.importorskip("s3fs")
 pytest.importorskip("moto.server")
@@ -113,14 +114,6 @@ def download(fs: Any, root: str, dest: Path) -> Path:
     return dest
 
 
-def tb_scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) of a scalar tag in a run, loaded by TensorBoard's EventAccumulator."""
-    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
-    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0})
-    acc.Reload()
-    return [(event.step, event.value) for event in acc.Scalars(tag)]
-
-
 def run_child(code: str, env: dict[str, str]) -> None:
     """Run Python code in a fresh interpreter (bounded) and fail with its stderr if it fails."""
     result = subprocess.run(
@@ -192,7 +185,7 @@ def test_reader_helpers_read_the_uploaded_s3_run(endpoint: str, bucket: str) -> 
         for file in files:
             assert file.startswith(f"s3://{bucket}/logs/")
             with _remote.open_binary(file, options) as stream:
-                events = [pb.EVENT.decode(data) for data in _record.iter_records(stream)]
+                events = [EVENT.decode(data) for _, data in scan(stream.read()).records]
             assert events[0]["file_version"] == "brain.Event:2"
             steps += [event.get("step", 0) for event in events if "summary" in event]
         assert steps == list(range(30))

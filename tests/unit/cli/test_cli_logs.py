@@ -22,8 +22,7 @@ import pytest
 from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
 from stoker.cli._logs import SPARK_CHARS, sparkline
-from stoker.tensorboard import SummaryWriter
-from stoker.tensorboard._reader import Reader
+from stoker.tensorboard import Reader, SummaryWriter
 
 
 def run_cli(argv: Sequence[str]) -> int:

@@ -1,27 +1,21 @@
-"""Many writers in one log dir: unique names, rank resolution, rank_writer and NullWriter."""
+"""Rank-aware writing: rank resolution, rank_writer's policies and NullWriter."""
 
 from __future__ import annotations
 
 import inspect
-import itertools
-import os
-import re
-import socket
 import sys
-import time
 import types
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from tb_events import event_names
 
 import stoker.tensorboard as stb
-from stoker.tensorboard import _ranks, _rotate
+from stoker.tensorboard import _ranks
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-NAME = re.compile(r"events\.out\.tfevents\.(\d{10})\.(.+)\.(\d+)\.(\d+)")
 
 
 @pytest.fixture(autouse=True)
@@ -40,88 +34,6 @@ def fake_dist(rank: int, world_size: int, *, initialized: bool = True) -> types.
     module.get_rank = lambda: rank  # type: ignore[attr-defined]
     module.get_world_size = lambda: world_size  # type: ignore[attr-defined]
     return module
-
-
-def event_names(logdir: Path) -> list[str]:
-    """Names of the event files directly in ``logdir``, sorted."""
-    return sorted(p.name for p in logdir.iterdir() if "tfevents" in p.name)
-
-
-def test_two_writers_in_one_second_get_different_counters(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Writers opened in the same second by one process differ in the counter part only."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.5)
-    writers = [stb.SummaryWriter(tmp_path) for _ in range(3)]
-    for writer in writers:
-        writer.close()
-    matches = [NAME.fullmatch(name) for name in event_names(tmp_path)]
-    assert all(matches)
-    fields = [m.groups() for m in matches if m]
-    assert {(t, h, p) for t, h, p, _ in fields} == {
-        ("1700000000", socket.gethostname(), str(os.getpid()))
-    }
-    assert len({counter for *_, counter in fields}) == 3
-
-
-def test_a_taken_name_is_skipped_not_appended_to(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """If another writer already has the chosen name, the next counter value is used."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.0)
-    monkeypatch.setattr(_rotate, "_file_counter", itertools.count(5))
-    taken = tmp_path / f"events.out.tfevents.1700000000.{socket.gethostname()}.{os.getpid()}.5"
-    taken.write_bytes(b"someone else's")
-    with stb.SummaryWriter(tmp_path) as writer:
-        writer.add_scalar("x", 1.0, 1)
-    assert taken.read_bytes() == b"someone else's"
-    assert event_names(tmp_path) == sorted([taken.name, taken.name[:-1] + "6"])
-
-
-def test_reopened_file_sorts_after_the_previous_one(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """close() then a new event in the same second gives a file whose name sorts later."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.0)
-    monkeypatch.setattr(_rotate, "_file_counter", itertools.count(9))
-    writer = stb.SummaryWriter(tmp_path)
-    writer.add_scalar("x", 1.0, 1)
-    writer.close()
-    writer.add_scalar("x", 2.0, 2)
-    writer.close()
-    first, second = event_names(tmp_path)
-    assert first.endswith(".9")
-    assert second.endswith(".10")
-    assert second.split(".")[3] == "1700000001"
-
-
-def test_default_hparams_runs_never_share_a_directory(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Two add_hparams calls at the same instant get two sub-runs (name, name-1)."""
-    monkeypatch.setattr(time, "time", lambda: 1_700_000_000.25)
-    with stb.SummaryWriter(tmp_path) as writer:
-        writer.add_hparams({"lr": 0.1}, {"acc": 0.5})
-        writer.add_hparams({"lr": 0.2}, {"acc": 0.7})
-    subruns = sorted(p.name for p in tmp_path.iterdir() if p.is_dir())
-    assert subruns == ["1700000000.25", "1700000000.25-1"]
-    assert all(len(event_names(tmp_path / name)) == 1 for name in subruns)
-
-
-def test_projector_config_of_two_writers_keeps_both_blocks(tmp_path: Path) -> None:
-    """Two writers adding embeddings to one log dir both keep their config entries."""
-    first, second = stb.SummaryWriter(tmp_path), stb.SummaryWriter(tmp_path)
-    first.add_embedding(np.eye(2), tag="a")
-    second.add_embedding(np.eye(2), tag="b")
-    first.add_embedding(np.eye(2), tag="c", global_step=1)
-    first.close()
-    second.close()
-    config = (tmp_path / "projector_config.pbtxt").read_text()
-    assert re.findall(r'tensor_name: "(\w):(\d+)"', config) == [
-        ("a", "00000"),
-        ("b", "00000"),
-        ("c", "00001"),
-    ]
 
 
 @pytest.mark.parametrize(

@@ -1,212 +1,28 @@
-"""URL log dirs on fsspec's in-memory filesystem: staging, rotation, single uploads, helpers."""
+"""fsspec helpers: URLs told from paths, install hints, and listing and opening remote files."""
 
 from __future__ import annotations
 
 import os
-import re
 import sys
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any
 
-import numpy as np
 import pytest
 
-import stoker.tensorboard as stb
-from stoker.tensorboard import _destination, _remote
+pytest.importorskip("fsspec")
+from tb_stores import fresh_stores, remote_files
 
-fsspec = pytest.importorskip("fsspec")
-memory = pytest.importorskip("fsspec.implementations.memory")
+import stoker.tensorboard as stb
+from stoker.tensorboard import _remote
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-NAME = re.compile(r"events\.out\.tfevents\.(\d{10})\.[^.]+\.(\d+)\.(\d+)")
-
-
-class CountingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
-    """An in-memory filesystem of its own (``countmem://``) that records every upload."""
-
-    protocol = ("countmem",)
-    store: ClassVar[dict[str, Any]] = {}
-    pseudo_dirs: ClassVar[list[str]] = [""]
-    puts: ClassVar[list[str]] = []
-
-    def put_file(self, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
-        """Record the upload, then store the file."""
-        type(self).puts.append(rpath)
-        return super().put_file(lpath, rpath, *args, **kwargs)
-
-
-class FailingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
-    """A filesystem (``failmem://``) whose uploads always fail."""
-
-    protocol = ("failmem",)
-    store: ClassVar[dict[str, Any]] = {}
-    pseudo_dirs: ClassVar[list[str]] = [""]
-
-    def put_file(self, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
-        """Fail like a store that is down."""
-        raise ConnectionError(f"store unreachable for {rpath}")
 
 
 @pytest.fixture(autouse=True)
 def clean_stores() -> Iterator[None]:
-    """Register the test filesystems and give every test empty stores."""
-    fsspec.register_implementation("countmem", CountingMemoryFS, clobber=True)
-    fsspec.register_implementation("failmem", FailingMemoryFS, clobber=True)
-    for cls in (memory.MemoryFileSystem, CountingMemoryFS, FailingMemoryFS):
-        cls.store.clear()
-        cls.pseudo_dirs[:] = [""]
-    CountingMemoryFS.puts.clear()
-    yield
-    for cls in (memory.MemoryFileSystem, CountingMemoryFS, FailingMemoryFS):
-        cls.store.clear()
-
-
-def remote_files(url: str) -> list[str]:
-    """Paths of every file under a URL, sorted."""
-    fs, root = _remote.filesystem(url)
-    return sorted(str(path) for path in fs.find(root))
-
-
-def download(url: str, dest: Path) -> Path:
-    """Copy every file under ``url`` into ``dest``, keeping relative paths."""
-    fs, root = _remote.filesystem(url)
-    for path in fs.find(root):
-        target = dest / str(path)[len(root) + 1 :]
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(fs.cat_file(path))
-    return dest
-
-
-def tb_events(path: Path) -> list[Any]:
-    """Every event of one file, read by TensorBoard's own loader."""
-    loader = pytest.importorskip("tensorboard.backend.event_processing.event_file_loader")
-    return list(loader.EventFileLoader(str(path)).Load())
-
-
-def tb_scalars(logdir: Path, tag: str) -> list[tuple[int, float]]:
-    """(step, value) of a scalar tag in a run, loaded by TensorBoard's EventAccumulator."""
-    ea = pytest.importorskip("tensorboard.backend.event_processing.event_accumulator")
-    acc = ea.EventAccumulator(str(logdir), size_guidance={ea.SCALARS: 0, ea.TENSORS: 0})
-    acc.Reload()
-    return [(event.step, event.value) for event in acc.Scalars(tag)]
-
-
-def test_url_log_dir_uploads_closed_files_that_tensorboard_reads(tmp_path: Path) -> None:
-    """Events written to memory:// arrive in the store and TensorBoard reads them back."""
-    stage = tmp_path / "stage"
-    with stb.SummaryWriter("memory://bucket/run", staging_dir=stage) as writer:
-        assert writer.get_logdir() == "memory://bucket/run"
-        for step in range(50):
-            writer.add_scalar("loss", 1.0 / (step + 1), step)
-        writer.add_text("note", "hello", 3)
-        (staged,) = stage.iterdir()
-        assert remote_files("memory://bucket/run") == []
-    assert list(stage.iterdir()) == []
-    (name,) = remote_files("memory://bucket/run")
-    assert NAME.fullmatch(name.rsplit("/", 1)[1])
-    local = download("memory://bucket/run", tmp_path / "copy")
-    points = tb_scalars(local, "loss")
-    assert [step for step, _ in points] == list(range(50))
-    np.testing.assert_allclose([v for _, v in points], [1.0 / (s + 1) for s in range(50)])
-    assert not staged.exists()
-
-
-@pytest.mark.parametrize("where", ["memory", "local"])
-def test_rotation_by_size_keeps_every_point_once_in_name_order(where: str, tmp_path: Path) -> None:
-    """Rotated files each start with file_version, and name order is write order."""
-    url = "memory://bucket/rot" if where == "memory" else str(tmp_path / "rot")
-    with stb.SummaryWriter(url, max_file_bytes=1024) as writer:
-        for step in range(400):
-            writer.add_scalar("x", float(step), step)
-            if step % 20 == 19:
-                writer.flush()
-    local = download(url, tmp_path / "copy") if where == "memory" else Path(url)
-    names = sorted(path.name for path in local.iterdir())
-    assert len(names) >= 5
-    steps: list[int] = []
-    stamps = []
-    for name in names:
-        events = tb_events(local / name)
-        assert events[0].file_version == "brain.Event:2"
-        assert all(not event.file_version for event in events[1:])
-        steps += [event.step for event in events if event.HasField("summary")]
-        match = NAME.fullmatch(name)
-        assert match
-        stamps.append(int(match.group(1)))
-    assert steps == list(range(400))
-    assert stamps == sorted(set(stamps))
-    assert [step for step, _ in tb_scalars(local, "x")] == list(range(400))
-
-
-def test_flush_uploads_nothing_and_each_closed_file_is_uploaded_once(tmp_path: Path) -> None:
-    """flush() never uploads a growing file; rotation and close() upload each file once."""
-    writer = stb.SummaryWriter(
-        "countmem://b/run", max_file_bytes=0, max_file_secs=0, staging_dir=tmp_path
-    )
-    (stage,) = tmp_path.iterdir()
-    sizes = []
-    for step in range(30):
-        writer.add_scalar("x", step, step)
-        writer.flush()
-        sizes.append(sum(p.stat().st_size for p in stage.iterdir()))
-    assert CountingMemoryFS.puts == []
-    assert sizes == sorted(sizes)
-    assert sizes[0] < sizes[-1]
-    writer.close()
-    assert len(CountingMemoryFS.puts) == 1
-
-    CountingMemoryFS.puts.clear()
-    with stb.SummaryWriter("countmem://b/rotated", max_file_bytes=400) as writer:
-        for step in range(200):
-            writer.add_scalar("x", step, step)
-            writer.flush()
-            for _ in range(3):
-                writer.flush()
-    files = remote_files("countmem://b/rotated")
-    assert len(files) > 5
-    assert sorted(CountingMemoryFS.puts) == files
-    assert len(set(CountingMemoryFS.puts)) == len(CountingMemoryFS.puts)
-
-
-def test_time_rotation_publishes_events_of_an_open_idle_writer(tmp_path: Path) -> None:
-    """With max_file_secs, events reach the store before close(), and idling adds no files."""
-    writer = stb.SummaryWriter("countmem://b/idle", max_file_secs=0.3, staging_dir=tmp_path)
-    try:
-        writer.add_scalar("x", 7.0, 1)
-        deadline = time.monotonic() + 10
-        while not CountingMemoryFS.puts and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert len(CountingMemoryFS.puts) == 1
-        local = download("countmem://b/idle", tmp_path / "copy")
-        assert tb_scalars(local, "x") == [(1, 7.0)]
-        time.sleep(0.8)
-        assert len(CountingMemoryFS.puts) == 1
-        writer.add_scalar("x", 8.0, 2)
-    finally:
-        writer.close()
-    assert len(CountingMemoryFS.puts) == 2
-    local = download("countmem://b/idle", tmp_path / "copy2")
-    assert tb_scalars(local, "x") == [(1, 7.0), (2, 8.0)]
-
-
-def test_failed_upload_keeps_the_file_and_close_raises(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A file the store refuses stays staged, and close() raises naming it."""
-    monkeypatch.setattr(_destination, "_BACKOFF", 0.0)
-    writer = stb.SummaryWriter("failmem://b/run", staging_dir=tmp_path)
-    writer.add_scalar("x", 1.0, 1)
-    with pytest.raises(RuntimeError, match="could not upload 1 event file") as info:
-        writer.close()
-    assert isinstance(info.value.__cause__, ConnectionError)
-    (stage,) = tmp_path.iterdir()
-    (kept,) = stage.iterdir()
-    assert kept.name in str(info.value)
-    assert [e.step for e in tb_events(kept) if e.HasField("summary")] == [1]
+    """Every test starts and ends with empty in-memory stores."""
+    yield from fresh_stores()
 
 
 def test_missing_fsspec_raises_an_import_error_naming_the_extra(
@@ -230,40 +46,6 @@ def test_missing_protocol_package_is_named() -> None:
         stb.SummaryWriter("gs://bucket/run")
 
 
-def test_local_log_dirs_use_no_staging(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Paths and file:// URLs write straight into the directory, with no temp dir."""
-
-    def no_temp(*args: Any, **kwargs: Any) -> str:
-        raise AssertionError("a local log dir must not be staged")
-
-    monkeypatch.setattr(tempfile, "mkdtemp", no_temp)
-    for logdir in (str(tmp_path / "plain"), f"file://{tmp_path / 'url'}"):
-        with stb.SummaryWriter(logdir) as writer:
-            writer.add_scalar("x", 1.0, 1)
-            writer.flush()
-            (path,) = Path(_remote.local_path(logdir)).iterdir()
-            assert [e.step for e in tb_events(path) if e.HasField("summary")] == [1]
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "error", "match"),
-    [
-        ({"max_file_bytes": -1}, ValueError, "max_file_bytes must be >= 0"),
-        ({"max_file_bytes": "1M"}, TypeError, "max_file_bytes must be a number"),
-        ({"max_file_secs": float("nan")}, ValueError, "max_file_secs must be >= 0"),
-        ({"max_file_secs": True}, TypeError, "max_file_secs must be a number"),
-        ({"storage_options": {"anon": True}}, ValueError, "storage_options must be None"),
-    ],
-)
-def test_bad_options_raise_before_anything_is_written(
-    tmp_path: Path, kwargs: dict[str, Any], error: type[Exception], match: str
-) -> None:
-    """Invalid rotation or storage options on a local dir raise and create no file."""
-    with pytest.raises(error, match=match):
-        stb.SummaryWriter(tmp_path / "run", **kwargs)
-    assert not (tmp_path / "run").exists()
-
-
 @pytest.mark.parametrize(
     ("kwargs", "error", "match"),
     [
@@ -278,32 +60,6 @@ def test_bad_remote_options_raise(
     with pytest.raises(error, match=match):
         stb.SummaryWriter("memory://bucket/run", **kwargs)
     assert remote_files("memory://bucket") == []
-
-
-def test_subruns_and_projector_files_go_to_the_store(tmp_path: Path) -> None:
-    """add_scalars and add_hparams sub-runs and add_embedding files all land in the store."""
-    url = "memory://bucket/exp"
-    for tag in ("first", "second"):
-        with stb.SummaryWriter(url, staging_dir=tmp_path) as writer:
-            writer.add_scalars("m", {"a": 1.0, "b": 2.0}, 0)
-            writer.add_hparams({"lr": 0.1}, {"acc": 0.5})
-            writer.add_embedding(np.eye(3), metadata=["p", "q", "r"], tag=tag)
-    assert list(tmp_path.iterdir()) == []
-    local = download(url, tmp_path / "copy")
-    config = (local / "projector_config.pbtxt").read_text()
-    assert config.count("embeddings {") == 2
-    assert config.index('"first:00000"') < config.index('"second:00000"')
-    for tag in ("first", "second"):
-        assert (local / "00000" / tag / "tensors.tsv").read_text() == (
-            "1.0\t0.0\t0.0\n0.0\t1.0\t0.0\n0.0\t0.0\t1.0\n"
-        )
-    assert tb_scalars(local / "m_a", "m") == [(0, 1.0), (0, 1.0)]
-    hparam_runs = [
-        p for p in local.iterdir() if p.is_dir() and p.name[0].isdigit() and "." in p.name
-    ]
-    assert len(hparam_runs) == 2
-    for run in hparam_runs:
-        assert tb_scalars(run, "acc") == [(0, 0.5)]
 
 
 def test_reader_helpers_list_and_open_remote_event_files(tmp_path: Path) -> None:
@@ -351,3 +107,14 @@ def test_reader_helpers_list_and_open_remote_event_files(tmp_path: Path) -> None
 def test_is_url_tells_remote_log_dirs_from_paths(value: Any, expected: bool) -> None:
     """Only scheme://... strings other than file:// are URL log dirs."""
     assert _remote.is_url(value) is expected
+
+
+def test_is_url_is_public_and_its_example_holds() -> None:
+    """stoker.tensorboard.is_url is the helper the CLI uses; its docstring example is true."""
+    import doctest
+
+    assert stb.is_url is _remote.is_url
+    finder = doctest.DocTestFinder()
+    (test,) = finder.find(stb.is_url, "is_url", globs={"is_url": stb.is_url})
+    result = doctest.DocTestRunner().run(test)
+    assert (result.attempted, result.failed) == (1, 0)

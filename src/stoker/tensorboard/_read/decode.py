@@ -1,0 +1,386 @@
+"""Decoding for the reader: Event and Summary walking, a scalar fast path, TensorProto to NumPy.
+
+Events are walked field by field (``_proto``'s ``iter_fields``) and only the parts a reader
+needs are decoded: payloads that are expensive to decode (tensors, images, audio) are kept as
+bytes until asked for. Field numbers are never written here: each is looked up once, by name,
+in the declarations of ``_proto`` (``EVENT.number("step")``), and the parsed values name their
+fields (``ParsedEvent.what == "summary"``). Malformed bytes raise ``WireError`` and nothing else.
+
+The fast path, :class:`ScalarFastPath`, recognises the layout every ``add_scalar`` writer
+produces (see ``_proto.events``): the bytes between the step and the float depend only on the
+tag, so they are looked up in a dict, and a hit yields ``(tag, step, wall_time, value)`` with no
+message object built.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from stoker.tensorboard._proto import (
+    DATA_TYPE_BY_CODE,
+    DT_BFLOAT16,
+    DT_BOOL,
+    DT_COMPLEX64,
+    DT_COMPLEX128,
+    DT_HALF,
+    DT_INT64,
+    DT_STRING,
+    DT_UINT32,
+    DT_UINT64,
+    EVENT,
+    FIXED_DTYPES,
+    I32,
+    I64,
+    LEN,
+    PLUGIN_DATA,
+    STEP_KEY,
+    SUMMARY,
+    SUMMARY_METADATA,
+    SUMMARY_VALUE,
+    TENSOR,
+    TENSOR_SHAPE,
+    TENSOR_SHAPE_DIM,
+    VARINT,
+    VARINT_KINDS,
+    WALL_TIME_KEY,
+    WireError,
+    iter_fields,
+    scalar_prefix_tag,
+    to_signed64,
+    unpack_varints,
+)
+
+__all__ = [
+    "ParsedEvent",
+    "ScalarFastPath",
+    "SummaryValue",
+    "decode_tensor",
+    "parse_event",
+    "parse_summary",
+]
+
+_DOUBLE_AT = struct.Struct("<d").unpack_from
+_FLOAT_AT = struct.Struct("<f").unpack_from
+_MAX_CACHED_PREFIXES = 65536
+_MAX_ELEMENTS = 1 << 31
+
+# Event
+_WALL_TIME = EVENT.number("wall_time")
+_STEP = EVENT.number("step")
+_WHAT = {f.number: f.name for f in EVENT.fields if f.oneof == "what"}
+# Summary, Summary.Value, SummaryMetadata
+_VALUE = SUMMARY.number("value")
+_TAG = SUMMARY_VALUE.number("tag")
+_NODE_NAME = SUMMARY_VALUE.number("node_name")
+_METADATA = SUMMARY_VALUE.number("metadata")
+_SIMPLE_VALUE = SUMMARY_VALUE.number("simple_value")
+_ENCODED_VALUES = {
+    f.number: f.name for f in SUMMARY_VALUE.fields if f.oneof == "value" and f.kind == "message"
+}
+_PLUGIN_DATA = SUMMARY_METADATA.number("plugin_data")
+_PLUGIN_NAME = PLUGIN_DATA.number("plugin_name")
+_PLUGIN_CONTENT = PLUGIN_DATA.number("content")
+# TensorProto
+_DTYPE = TENSOR.number("dtype")
+_TENSOR_SHAPE = TENSOR.number("tensor_shape")
+_TENSOR_CONTENT = TENSOR.number("tensor_content")
+_STRING_VAL = TENSOR.number("string_val")
+_DIM = TENSOR_SHAPE.number("dim")
+_DIM_SIZE = TENSOR_SHAPE_DIM.number("size")
+_FIXED_VALUE_FIELDS = {
+    f.number: FIXED_DTYPES[f.kind] for f in TENSOR.fields if f.repeated and f.kind in FIXED_DTYPES
+}
+_VARINT_VALUE_FIELDS = frozenset(
+    f.number for f in TENSOR.fields if f.repeated and f.kind in VARINT_KINDS
+)
+# A scalar event starts with the wall time's key and double, then maybe the step's key (both
+# keys are one byte: fields 1 and 2).
+_WALL_TIME_BYTE = WALL_TIME_KEY[0]
+_WALL_TIME_AT = len(WALL_TIME_KEY)
+_STEP_BYTE = STEP_KEY[0]
+_STEP_AT = _WALL_TIME_AT + 8
+
+
+class ParsedEvent(NamedTuple):
+    """The top level of one ``Event``: times and which ``what`` field it carries.
+
+    Attributes:
+        wall_time: Seconds since the epoch.
+        step: The global step.
+        what: Name of the ``what`` oneof field present (``"file_version"``, ``"summary"``,
+            ``"session_log"``, ...), or ``""`` when none.
+        payload: That field's value (bytes for messages and strings).
+    """
+
+    wall_time: float
+    step: int
+    what: str
+    payload: bytes
+
+
+class SummaryValue(NamedTuple):
+    """One ``Summary.Value`` with its payload left encoded.
+
+    Attributes:
+        tag: The tag (``node_name`` when the tag is empty, as TensorBoard does for tensors).
+        plugin_name: ``metadata.plugin_data.plugin_name`` or ``""`` when absent.
+        plugin_content: ``metadata.plugin_data.content`` or ``b""``.
+        has_metadata: Whether the value carried metadata.
+        kind: Name of the ``value`` oneof field present (``"simple_value"``, ``"image"``,
+            ``"histo"``, ``"audio"``, ``"tensor"``), or ``""`` when none.
+        payload: The float for ``simple_value``, else the encoded sub-message.
+    """
+
+    tag: str
+    plugin_name: str
+    plugin_content: bytes
+    has_metadata: bool
+    kind: str
+    payload: Any
+
+
+def parse_event(data: bytes) -> ParsedEvent:
+    """Decode the top level of an encoded ``Event``.
+
+    Raises:
+        WireError: If the bytes are malformed.
+    """
+    wall_time = 0.0
+    step = 0
+    what = ""
+    payload = b""
+    for number, wire_type, raw in iter_fields(data):
+        if number == _WALL_TIME and wire_type == I64:
+            wall_time = _DOUBLE_AT(raw)[0]
+        elif number == _STEP and wire_type == VARINT:
+            step = to_signed64(raw)
+        elif number in _WHAT and wire_type == LEN:
+            what = _WHAT[number]
+            payload = bytes(raw)
+        elif number in EVENT.by_number:
+            raise WireError(f"Event field {number} has unexpected wire type {wire_type}")
+    return ParsedEvent(wall_time, step, what, payload)
+
+
+def _string(raw: Any, name: str) -> str:
+    try:
+        return bytes(raw).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise WireError(f"{name} is not valid UTF-8") from err
+
+
+def _plugin_data(metadata: Any) -> tuple[str, bytes]:
+    name = ""
+    content = b""
+    for number, wire_type, raw in iter_fields(metadata):
+        if number == _PLUGIN_DATA and wire_type == LEN:
+            for sub, sub_type, value in iter_fields(raw):
+                if sub == _PLUGIN_NAME and sub_type == LEN:
+                    name = _string(value, "plugin_name")
+                elif sub == _PLUGIN_CONTENT and sub_type == LEN:
+                    content = bytes(value)
+    return name, content
+
+
+def parse_summary(data: bytes) -> list[SummaryValue]:
+    """Split an encoded ``Summary`` into its values, decoding only tags and plugin metadata.
+
+    Raises:
+        WireError: If the bytes are malformed.
+    """
+    values: list[SummaryValue] = []
+    for number, wire_type, raw_value in iter_fields(data):
+        if number != _VALUE or wire_type != LEN:
+            continue
+        tag = ""
+        node_name = ""
+        plugin = ("", b"")
+        has_metadata = False
+        kind = ""
+        payload: Any = None
+        for field, field_type, raw in iter_fields(raw_value):
+            if field == _TAG and field_type == LEN:
+                tag = _string(raw, "tag")
+            elif field == _NODE_NAME and field_type == LEN:
+                node_name = _string(raw, "node_name")
+            elif field == _METADATA and field_type == LEN:
+                plugin = _plugin_data(raw)
+                has_metadata = True
+            elif field == _SIMPLE_VALUE and field_type == I32:
+                kind, payload = "simple_value", _FLOAT_AT(raw)[0]
+            elif field in _ENCODED_VALUES and field_type == LEN:
+                kind, payload = _ENCODED_VALUES[field], bytes(raw)
+        values.append(
+            SummaryValue(tag or node_name, plugin[0], plugin[1], has_metadata, kind, payload)
+        )
+    return values
+
+
+class ScalarFastPath:
+    """Recognises single ``simple_value`` scalar events without building message objects."""
+
+    def __init__(self) -> None:
+        """Start with an empty cache of tag prefixes."""
+        self._prefixes: dict[bytes, str | None] = {}
+
+    def match(self, data: bytes) -> tuple[str, int, float, float] | None:
+        """Return ``(tag, step, wall_time, value)`` for a plain scalar event, else ``None``."""
+        size = len(data)
+        if size < 20 or data[0] != _WALL_TIME_BYTE:
+            return None
+        pos = _STEP_AT
+        step = 0
+        if data[pos] == _STEP_BYTE:
+            shift = 0
+            pos += 1
+            while True:
+                byte = data[pos]
+                pos += 1
+                step |= (byte & 0x7F) << shift
+                if byte < 0x80:
+                    break
+                shift += 7
+                if shift > 63 or pos >= size:
+                    return None
+            step &= 0xFFFFFFFFFFFFFFFF
+            if step >= 1 << 63:
+                step -= 1 << 64
+        prefix = data[pos : size - 4]
+        prefixes = self._prefixes
+        if prefix in prefixes:
+            tag = prefixes[prefix]
+        else:
+            tag = scalar_prefix_tag(prefix) if prefix else None
+            if len(prefixes) < _MAX_CACHED_PREFIXES:
+                prefixes[prefix] = tag
+        if tag is None:
+            return None
+        return tag, step, _DOUBLE_AT(data, _WALL_TIME_AT)[0], _FLOAT_AT(data, size - 4)[0]
+
+
+def _fill(values: np.ndarray[Any, Any], count: int, name: str) -> np.ndarray[Any, Any]:
+    """Broadcast repeated values to ``count`` elements the way TensorFlow does (repeat the last)."""
+    if values.size == count:
+        return values
+    if values.size > count:
+        raise WireError(f"tensor holds {values.size} {name} values for {count} elements")
+    if values.size == 0:
+        return np.zeros(count, dtype=values.dtype)
+    return np.concatenate([values, np.full(count - values.size, values[-1], dtype=values.dtype)])
+
+
+def _shape(raw: Any) -> list[int]:
+    """The dimension sizes of an encoded ``TensorShapeProto``."""
+    shape = []
+    for dim_field, dim_type, dim in iter_fields(raw):
+        if dim_field == _DIM and dim_type == LEN:
+            size = 0
+            for sub, sub_type, value in iter_fields(dim):
+                if sub == _DIM_SIZE and sub_type == VARINT:
+                    size = to_signed64(value)
+            shape.append(size)
+    return shape
+
+
+def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
+    """Decode an encoded ``TensorProto`` into its dtype name and a NumPy array.
+
+    ``half`` becomes ``float16``; ``bfloat16`` (which NumPy lacks) becomes ``float32`` holding
+    the same values exactly; strings become an object array of ``bytes``.
+
+    Raises:
+        WireError: If the bytes are malformed or inconsistent (a shape with a negative
+            dimension or more than 2**31 elements, values that do not fill it).
+    """
+    dtype_code = 0
+    shape: list[int] = []
+    content: bytes | None = None
+    fixed: dict[int, list[bytes]] = {}
+    varints: dict[int, list[int]] = {}
+    strings: list[bytes] = []
+    for number, wire_type, raw in iter_fields(data):
+        if number == _DTYPE and wire_type == VARINT:
+            dtype_code = to_signed64(raw)
+        elif number == _TENSOR_SHAPE and wire_type == LEN:
+            shape.extend(_shape(raw))
+        elif number == _TENSOR_CONTENT and wire_type == LEN:
+            content = bytes(raw)
+        elif number in _FIXED_VALUE_FIELDS and wire_type in (LEN, I32, I64):
+            fixed.setdefault(number, []).append(bytes(raw))
+        elif number in _VARINT_VALUE_FIELDS and wire_type == LEN:
+            varints.setdefault(number, []).extend(unpack_varints(raw))
+        elif number in _VARINT_VALUE_FIELDS and wire_type == VARINT:
+            varints.setdefault(number, []).append(raw)
+        elif number == _STRING_VAL and wire_type == LEN:
+            strings.append(bytes(raw))
+    entry = DATA_TYPE_BY_CODE.get(dtype_code)
+    if entry is None:
+        raise WireError(f"unsupported tensor dtype code {dtype_code}")
+    if any(size < 0 for size in shape):
+        raise WireError(f"tensor shape {shape} has a negative dimension")
+    count = math.prod(shape)
+    if count > _MAX_ELEMENTS:
+        raise WireError(f"tensor shape {shape} is too large")
+    if dtype_code == DT_STRING:
+        array: np.ndarray[Any, Any] = np.empty(len(strings), dtype=object)
+        array[:] = strings
+        flat = _fill(array, count, "string")
+    elif content is not None:
+        item = np.dtype(entry.content).itemsize
+        if len(content) != count * item:
+            raise WireError(
+                f"tensor_content has {len(content)} bytes for shape {shape} of {entry.name}"
+            )
+        flat = np.frombuffer(content, dtype=entry.content)
+    else:
+        flat = _repeated_values(dtype_code, fixed, varints, count)
+    if dtype_code == DT_BFLOAT16:
+        flat = (flat.astype(np.uint32) << np.uint32(16)).view(np.float32)
+    try:
+        return entry.name, flat.reshape(shape)
+    except ValueError as err:  # more dimensions than NumPy supports
+        raise WireError(f"tensor shape {shape} cannot be represented: {err}") from err
+
+
+def _repeated_values(
+    dtype_code: int,
+    fixed: dict[int, list[bytes]],
+    varints: dict[int, list[int]],
+    count: int,
+) -> np.ndarray[Any, Any]:
+    """Collect the ``*_val`` field of the dtype and broadcast it to ``count`` elements."""
+    entry = DATA_TYPE_BY_CODE[dtype_code]
+    number = TENSOR.number(entry.field)
+    if number in _FIXED_VALUE_FIELDS:
+        raw = b"".join(fixed.get(number, []))
+        width = np.dtype(_FIXED_VALUE_FIELDS[number]).itemsize
+        if len(raw) % width:
+            raise WireError("packed fixed-width tensor values have a partial element")
+        values = np.frombuffer(raw, dtype=_FIXED_VALUE_FIELDS[number])
+        if dtype_code in (DT_COMPLEX64, DT_COMPLEX128):
+            if values.size % 2:
+                raise WireError("complex tensor values need an even number of floats")
+            values = values.view(entry.content)
+        return _fill(values, count, "float")
+    unsigned = np.array(varints.get(number, []), dtype=np.uint64)
+    if dtype_code == DT_BOOL:
+        values = unsigned != 0
+    elif dtype_code in (DT_HALF, DT_BFLOAT16):
+        values = (unsigned & np.uint64(0xFFFF)).astype(np.uint16)
+        if dtype_code == DT_HALF:
+            values = values.view(np.float16)
+    elif dtype_code == DT_UINT64:
+        values = unsigned
+    else:
+        # int32-like fields store sign-extended 64-bit varints; truncate like protobuf does.
+        wide = unsigned.view(np.int64)
+        if dtype_code != DT_INT64:
+            wide = (wide & np.int64(0xFFFFFFFF)).astype(np.uint32).view(np.int32)
+            if dtype_code == DT_UINT32:
+                wide = wide.view(np.uint32)
+        values = wide.astype(entry.content)
+    return _fill(values, count, "integer")

@@ -1,0 +1,70 @@
+"""fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import fsspec
+from fsspec.implementations import memory
+
+from stoker.tensorboard import _remote
+
+
+class CountingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
+    """An in-memory filesystem of its own (``countmem://``) that records every upload."""
+
+    protocol = ("countmem",)
+    store: ClassVar[dict[str, Any]] = {}
+    pseudo_dirs: ClassVar[list[str]] = [""]
+    puts: ClassVar[list[str]] = []
+
+    def put_file(self, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
+        """Record the upload, then store the file."""
+        type(self).puts.append(rpath)
+        return super().put_file(lpath, rpath, *args, **kwargs)
+
+
+class FailingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
+    """A filesystem (``failmem://``) whose uploads always fail."""
+
+    protocol = ("failmem",)
+    store: ClassVar[dict[str, Any]] = {}
+    pseudo_dirs: ClassVar[list[str]] = [""]
+
+    def put_file(self, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
+        """Fail like a store that is down."""
+        raise ConnectionError(f"store unreachable for {rpath}")
+
+
+def fresh_stores() -> Iterator[None]:
+    """Register the test filesystems and empty every store before and after a test.
+
+    Use it from an autouse fixture: ``yield from fresh_stores()``.
+    """
+    fsspec.register_implementation("countmem", CountingMemoryFS, clobber=True)
+    fsspec.register_implementation("failmem", FailingMemoryFS, clobber=True)
+    for cls in (memory.MemoryFileSystem, CountingMemoryFS, FailingMemoryFS):
+        cls.store.clear()
+        cls.pseudo_dirs[:] = [""]
+    CountingMemoryFS.puts.clear()
+    yield
+    for cls in (memory.MemoryFileSystem, CountingMemoryFS, FailingMemoryFS):
+        cls.store.clear()
+
+
+def remote_files(url: str) -> list[str]:
+    """Paths of every file under a URL, sorted."""
+    fs, root = _remote.filesystem(url)
+    return sorted(str(path) for path in fs.find(root))
+
+
+def download(url: str, dest: Path) -> Path:
+    """Copy every file under ``url`` into ``dest``, keeping relative paths."""
+    fs, root = _remote.filesystem(url)
+    for path in fs.find(root):
+        target = dest / str(path)[len(root) + 1 :]
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(fs.cat_file(path))
+    return dest

@@ -1,0 +1,166 @@
+"""Tensor decoding: every dtype and encoding writers use, and malformed tensors raising clearly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tb_events import write_calls, write_raw_events
+from tb_loaders import accumulate
+
+from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader
+from stoker.tensorboard._proto import messages as pb
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+@pytest.mark.parametrize(
+    "array",
+    [
+        np.arange(12, dtype=np.float32).reshape(3, 4) / 7,
+        np.linspace(-1, 1, 5),
+        np.array([[1.5, -2.25]], dtype=np.float16),
+        np.array([-128, 0, 127], dtype=np.int8),
+        np.array([-300, 7], dtype=np.int16),
+        np.array([[-(2**31), 2**31 - 1]], dtype=np.int32),
+        np.array([-(2**63), 2**63 - 1], dtype=np.int64),
+        np.array([0, 255], dtype=np.uint8),
+        np.array([65535, 1], dtype=np.uint16),
+        np.array([True, False, True]),
+        np.array([1 + 2j, -3.5j], dtype=np.complex64),
+        np.array([[1 - 1j]], dtype=np.complex128),
+        np.array(4.5, dtype=np.float32),
+    ],
+    ids=lambda a: f"{a.dtype}{list(a.shape)}",
+)
+def test_tensors_match_written_arrays_and_tensorboard(tmp_path: Path, array: Any) -> None:
+    """Tensors decode with their dtype and shape, equal to the input and to make_ndarray."""
+    from tensorboard.util import tensor_util
+
+    reader = Reader(write_calls(tmp_path, [("add_tensor", ("t", array, 5), {})]))
+    (event,) = reader.tensors("t")
+    assert event.step == 5
+    assert event.value.dtype == array.dtype
+    assert event.value.shape == array.shape
+    assert np.array_equal(event.value, array)
+    (expected,) = accumulate(tmp_path).Tensors("t")
+    assert np.array_equal(event.value, tensor_util.make_ndarray(expected.tensor_proto))
+
+
+def test_bfloat16_tensor_from_torch_reads_as_exact_float32(tmp_path: Path) -> None:
+    """A torch bfloat16 tensor comes back as float32 with the same values, dtype 'bfloat16'."""
+    torch = pytest.importorskip("torch")
+    tensor = torch.tensor([[1.5, -3.0, 1e10]], dtype=torch.bfloat16)
+    reader = Reader(write_calls(tmp_path, [("add_tensor", ("b", tensor, 1), {})]))
+    (event,) = reader.tensors("b")
+    assert event.dtype == "bfloat16"
+    assert event.value.dtype == np.float32
+    assert event.value.tolist() == tensor.float().tolist()
+
+
+@pytest.mark.parametrize(
+    ("proto", "expected"),
+    [
+        (
+            {
+                "dtype": pb.DT_FLOAT,
+                "tensor_shape": {"dim": [{"size": 2}, {"size": 2}]},
+                "tensor_content": np.arange(4, dtype="<f4").tobytes(),
+            },
+            np.arange(4, dtype=np.float32).reshape(2, 2),
+        ),
+        (
+            {
+                "dtype": pb.DT_HALF,
+                "tensor_shape": {"dim": [{"size": 3}]},
+                "tensor_content": np.array([1, 2, 3], dtype="<f2").tobytes(),
+            },
+            np.array([1, 2, 3], dtype=np.float16),
+        ),
+        (
+            {"dtype": pb.DT_INT32, "tensor_shape": {"dim": [{"size": 4}]}, "int_val": [7]},
+            np.full(4, 7, dtype=np.int32),
+        ),
+        (
+            {"dtype": pb.DT_DOUBLE, "tensor_shape": {"dim": [{"size": 3}]}, "double_val": [1, 2]},
+            np.array([1.0, 2.0, 2.0]),
+        ),
+        (
+            {
+                "dtype": pb.DT_UINT32,
+                "tensor_shape": {"dim": [{"size": 1}]},
+                "uint32_val": [2**32 - 3],
+            },
+            np.array([2**32 - 3], dtype=np.uint32),
+        ),
+        (
+            {
+                "dtype": pb.DT_BFLOAT16,
+                "tensor_shape": {"dim": [{"size": 2}]},
+                "tensor_content": np.array([0x3FC0, 0xC040], dtype="<u2").tobytes(),
+            },
+            np.array([1.5, -3.0], dtype=np.float32),
+        ),
+        (
+            {
+                "dtype": pb.DT_STRING,
+                "tensor_shape": {"dim": [{"size": 2}, {"size": 1}]},
+                "string_val": [b"a", b"\xff"],
+            },
+            np.array([[b"a"], [b"\xff"]], dtype=object),
+        ),
+    ],
+    ids=["tensor_content", "half_content", "int_fill", "double_pad", "uint32", "bf16", "str"],
+)
+def test_tensor_encodings_from_other_writers(
+    tmp_path: Path, proto: dict[str, Any], expected: Any
+) -> None:
+    """tensor_content bytes and short repeated fields (padded with the last value) decode."""
+    summary = {"value": [{"tag": "t", "tensor": proto}]}
+    reader = Reader(write_raw_events(tmp_path, [{"step": 3, "summary": summary}]))
+    (event,) = reader.tensors("t")
+    assert event.value.dtype == expected.dtype
+    assert np.array_equal(event.value, expected)
+
+
+def test_malformed_tensor_raises_event_file_error_on_access(tmp_path: Path) -> None:
+    """A tensor whose content does not fill its shape raises EventFileError when decoded."""
+    proto = {"dtype": pb.DT_FLOAT, "tensor_shape": {"dim": [{"size": 9}]}, "tensor_content": b"x"}
+    reader = Reader(
+        write_raw_events(tmp_path, [{"summary": {"value": [{"tag": "t", "tensor": proto}]}}])
+    )
+    with pytest.raises(EventFileError, match="malformed"):
+        reader.tensors("t")
+
+
+@pytest.mark.parametrize(
+    ("dims", "match"),
+    [
+        ([2**40, 2**40], "too large"),
+        ([2**62, 2**62, 0], "1 float values for 0 elements"),
+        ([1] * 70, "cannot be represented"),
+        ([-1], "negative dimension"),
+    ],
+    ids=["product-overflows-int64", "huge-but-empty", "too-many-dimensions", "negative"],
+)
+def test_impossible_shapes_raise_event_file_error_not_a_crash(
+    tmp_path: Path, dims: list[int], match: str
+) -> None:
+    """Shapes NumPy cannot hold are reported as EventFileError, for tensors and scalar tensors."""
+    shape = {"dim": [{"size": size} for size in dims]}
+    tensor = {"dtype": pb.DT_FLOAT, "tensor_shape": shape, "float_val": [1.0]}
+    scalars_plugin = {"plugin_data": {"plugin_name": "scalars"}}
+    values = [
+        {"tag": "t", "tensor": tensor},
+        {"tag": "s", "metadata": scalars_plugin, "tensor": tensor},
+    ]
+    path = write_raw_events(tmp_path, [{"step": 1, "summary": {"value": values}}])
+    with pytest.warns(CorruptRecordWarning, match="malformed event"):
+        reader = Reader(path)  # the scalar tensor is decoded while reading: skipped with a warning
+    with pytest.raises(EventFileError, match=match):
+        reader.tensors("t")

@@ -1,0 +1,206 @@
+"""Reader over log directories: runs, purge, reload and positions, torch files, DataFrames."""
+
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from tb_loaders import accumulate
+
+from stoker.tensorboard import (
+    CorruptRecordWarning,
+    EventFileError,
+    Reader,
+    SummaryWriter,
+    read_events,
+)
+from stoker.tensorboard._proto import frame_many
+from stoker.tensorboard._proto import messages as pb
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+    pytest.mark.filterwarnings("ignore::FutureWarning"),
+]
+
+
+@pytest.mark.parametrize("purge", [True, False])
+@pytest.mark.parametrize("writer", ["stoker", "torch"])
+def test_purge_step_drops_orphaned_points_like_tensorboard(
+    tmp_path: Path, purge: bool, writer: str
+) -> None:
+    """A restart with purge_step=5 hides earlier points with step >= 5, as EventAccumulator does.
+
+    Files are renamed so that the restarted writer's file sorts last, as it does when the
+    restart happens in a later second.
+    """
+    if writer == "torch":
+        cls: Any = pytest.importorskip("torch.utils.tensorboard").SummaryWriter
+    else:
+        cls = SummaryWriter
+    first = cls(str(tmp_path / "tmp1"))
+    for step in range(10):
+        first.add_scalar("x", step, step)
+        first.add_text("t", f"old {step}", step)
+    first.close()
+    second = cls(str(tmp_path / "tmp2"), purge_step=5)
+    for step in range(5, 8):
+        second.add_scalar("x", 100 + step, step)
+    second.close()
+    for index, folder in enumerate(("tmp1", "tmp2")):
+        (path,) = (tmp_path / folder).iterdir()
+        path.rename(tmp_path / f"events.out.tfevents.{index}.test")
+        (tmp_path / folder).rmdir()
+    reader = Reader(tmp_path, purge=purge)
+    series = reader.scalars("x")
+    if purge:
+        expected = accumulate(tmp_path).Scalars("x")
+        assert series.step.tolist() == [e.step for e in expected]
+        assert series.value.tolist() == [e.value for e in expected]
+        assert series.step.tolist() == [0, 1, 2, 3, 4, 5, 6, 7]
+        assert [t.step for t in reader.text("t")] == [0, 1, 2, 3, 4]
+    else:
+        assert len(series.step) == 13
+        assert len(reader.text("t")) == 10
+
+
+def test_runs_are_found_recursively_and_tags_resolve_by_run(tmp_path: Path) -> None:
+    """Nested run directories become runs; a tag in several runs needs run=."""
+    for run, offset in (("a", 0.0), ("b/seed1", 10.0), ("b/seed2", 20.0)):
+        with SummaryWriter(str(tmp_path / run)) as writer:
+            writer.add_scalar("loss", offset, 1)
+            writer.add_scalar(f"only_{run.replace('/', '_')}", 1.0, 1)
+    with SummaryWriter(str(tmp_path / "c")) as writer:
+        writer.add_scalars("m", {"train": 1.0, "val": 2.0}, 3)
+    reader = Reader(tmp_path)
+    assert reader.runs == ["a", "b/seed1", "b/seed2", "c", "c/m_train", "c/m_val"]
+    assert reader.scalars("loss", run="b/seed2").value.tolist() == [20.0]
+    assert reader.scalars("only_b_seed1").value.tolist() == [1.0]
+    assert reader.scalars("m", run="c/m_val").value.tolist() == [2.0]
+    with pytest.raises(EventFileError, match="several runs"):
+        reader.scalars("loss")
+    with pytest.raises(EventFileError, match="scalars tags there"):
+        reader.scalars("missing")
+    with pytest.raises(EventFileError, match="run must be one of"):
+        reader.scalars("loss", run="nope")
+    assert Reader(tmp_path / "a").runs == ["."]
+    (single,) = (tmp_path / "b" / "seed1").iterdir()
+    assert Reader(single).scalars("loss").value.tolist() == [10.0]
+
+
+def test_reload_reads_appended_points_and_positions_resume(tmp_path: Path) -> None:
+    """reload() adds what a live writer flushed; a reader resumed from positions sees only that."""
+    writer = SummaryWriter(str(tmp_path))
+    try:
+        writer.add_scalar("x", 1.0, 1)
+        writer.flush()
+        reader = Reader(tmp_path)
+        saved = reader.positions()
+        assert reader.scalars("x").step.tolist() == [1]
+        writer.add_scalar("x", 2.0, 2)
+        writer.add_scalar("y", 3.0, 2)
+        writer.flush()
+        assert reader.reload() == 2
+        assert reader.scalars("x").step.tolist() == [1, 2]
+        resumed = Reader(tmp_path, positions=saved)
+        assert resumed.scalars("x").step.tolist() == [2]
+        assert resumed.tags()["scalars"] == ["x", "y"]
+        as_offsets = {os.path.relpath(path): pos.offset for path, pos in saved.items()}
+        assert Reader(tmp_path, positions=as_offsets).scalars("x").step.tolist() == [2]
+    finally:
+        writer.close()
+
+
+def test_torch_writer_files_read_the_same_as_stokers(tmp_path: Path) -> None:
+    """Files written by torch's SummaryWriter read back with the same values as stoker's."""
+    torch_tb = pytest.importorskip("torch.utils.tensorboard")
+    rng = np.random.default_rng(3)
+    values = rng.normal(size=50)
+    hist = rng.normal(size=100)
+    writers = {"torch": torch_tb.SummaryWriter, "stoker": SummaryWriter}
+    for name, cls in writers.items():
+        writer = cls(str(tmp_path / name))
+        for step, value in enumerate(values):
+            writer.add_scalar("s", float(value), step)
+        writer.add_scalar("n", 0.5, 1, new_style=True)
+        writer.add_histogram("h", hist, 2)
+        writer.add_text("t", "words", 3)
+        writer.close()
+    reader = Reader(tmp_path)
+    for tag in ("s", "n"):
+        ours, theirs = (reader.scalars(tag, run=run) for run in ("stoker", "torch"))
+        assert ours.step.tolist() == theirs.step.tolist()
+        assert ours.value.tolist() == theirs.value.tolist()
+    torch_scalars = accumulate(tmp_path / "torch").Scalars("s")
+    assert reader.scalars("s", run="torch").value.tolist() == [e.value for e in torch_scalars]
+    ours_h, theirs_h = (reader.histograms("h", run=run)[0] for run in ("stoker", "torch"))
+    assert ours_h.bucket.tolist() == theirs_h.bucket.tolist()
+    assert reader.text("t", run="torch")[0].text == "words"
+
+
+def test_read_events_walks_raw_events_in_order(tmp_path: Path) -> None:
+    """read_events yields the file_version event first, then the events with their fields."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("x", 2.0, 7)
+    events = list(read_events(tmp_path))
+    assert events[0].message["file_version"] == "brain.Event:2"
+    assert events[0].offset == 0
+    assert events[-1].step == 7
+    assert events[-1].message["summary"]["value"][0]["simple_value"] == 2.0
+    assert {event.run for event in events} == {"."}
+
+
+def test_valid_frame_around_a_malformed_event_warns_and_skips(tmp_path: Path) -> None:
+    """A record whose checksums hold but whose payload is no Event is skipped with a warning."""
+    good = pb.EVENT.encode({"step": 2, "summary": {"value": [{"tag": "x", "simple_value": 1.0}]}})
+    tmp_path.mkdir(exist_ok=True)
+    (tmp_path / "events.out.tfevents.9").write_bytes(frame_many([b"\x2a\x05ab", good]))
+    with pytest.warns(CorruptRecordWarning, match="malformed event"):
+        reader = Reader(tmp_path)
+    assert reader.scalars("x").step.tolist() == [2]
+    with pytest.warns(CorruptRecordWarning, match="malformed event"):
+        assert [event.step for event in read_events(tmp_path)] == [2]
+
+
+def test_dataframe_matches_the_scalar_table(tmp_path: Path) -> None:
+    """to_dataframe has one row per point with the scalar_table columns."""
+    pytest.importorskip("pandas")
+    with SummaryWriter(str(tmp_path)) as writer:
+        for step in range(5):
+            writer.add_scalar("a", step * 2, step)
+            writer.add_scalar("b", -step, step)
+    reader = Reader(tmp_path)
+    frame = reader.to_dataframe()
+    table = reader.scalar_table()
+    assert list(frame.columns) == ["run", "tag", "step", "wall_time", "value"]
+    assert len(frame) == 10
+    for name, column in table.items():
+        assert frame[name].tolist() == column.tolist()
+    assert frame[frame.tag == "b"].value.tolist() == [0.0, -1.0, -2.0, -3.0, -4.0]
+
+
+def test_dataframe_without_pandas_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without pandas, to_dataframe raises ImportError naming pandas and the NumPy fallback."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("x", 1.0, 1)
+    monkeypatch.setitem(sys.modules, "pandas", None)
+    with pytest.raises(ImportError, match="pip install pandas"):
+        Reader(tmp_path).to_dataframe()
+
+
+def test_missing_path_raises_event_file_error(tmp_path: Path) -> None:
+    """A path that does not exist raises EventFileError naming it; a wrong type raises TypeError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(EventFileError, match="does not exist"):
+            Reader(tmp_path / "nope")
+        with pytest.raises(TypeError, match="path must be"):
+            Reader(3)  # type: ignore[arg-type]
+        with pytest.raises(EventFileError, match="does not exist"):
+            read_events(tmp_path / "nope")
