@@ -14,15 +14,18 @@ import pytest
 from stoker.data import Dataset, IterableDataset, WorkerInfo, get_worker_info
 from stoker.data._errors import WorkerFailure, mark_index
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
-from stoker.data._worker import (
+from stoker.data._workers.loop import worker_loop
+from stoker.data._workers.protocol import (
     BATCH,
     EXHAUSTED,
     FAILED,
     RESET,
     RESET_DONE,
     STOP,
+    Command,
+    Reply,
+    Task,
     WorkerSetup,
-    worker_loop,
 )
 
 
@@ -55,12 +58,18 @@ class Counting(IterableDataset[int]):
 
 
 class FakeHost:
-    """Feeds a fixed list of messages to the loop and records its replies."""
+    """Feeds a fixed list of messages to the loop and records its replies.
+
+    Messages are given as ``(task_id, index)`` pairs or commands; replies are recorded as
+    ``(task_id, status, payload)`` (their meta is checked by the loader tests).
+    """
 
     worker_method = "fake"
 
     def __init__(self, messages: list[Any], fail_sends: list[BaseException] | None = None) -> None:
-        self.messages = list(messages)
+        self.messages: list[Task | Command] = [
+            Task(*message) if isinstance(message, tuple) else message for message in messages
+        ]
         self.replies: list[tuple[int, int, Any]] = []
         self.fail_sends = list(fail_sends or [])
         self.info: WorkerInfo | None = None
@@ -75,13 +84,16 @@ class FakeHost:
         )
         return self.info
 
-    def receive(self) -> Any:
+    def prepare_collate(self, collate_fn: Any) -> Any:
+        return collate_fn
+
+    def receive(self) -> Task | Command:
         return self.messages.pop(0) if self.messages else STOP
 
-    def send(self, message: tuple[int, int, Any]) -> None:
+    def send(self, reply: Reply) -> None:
         if self.fail_sends:
             raise self.fail_sends.pop(0)
-        self.replies.append(message)
+        self.replies.append((reply.task_id, reply.status, reply.payload))
 
 
 def _setup(dataset: Any, *, iterable: bool = False, init_fn: Any = None) -> WorkerSetup:
@@ -163,7 +175,7 @@ def test_unsendable_batch_becomes_a_failure_and_lost_parent_ends_loop() -> None:
     gone = FakeHost([(0, [0]), (1, [1])], fail_sends=[BrokenPipeError()])
     worker_loop(_setup(Numbers(2)), gone)
     assert gone.replies == []
-    assert gone.messages == [(1, [1])]
+    assert gone.messages == [Task(1, [1])]
 
 
 def test_map_fetcher_paths() -> None:

@@ -12,9 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from stoker.data import _shm
 from stoker.data._collate import default_collate
-from stoker.data._shm import (
+from stoker.data._workers import shm as _shm
+from stoker.data._workers.protocol import BATCH, FAILED, Meta, Reply
+from stoker.data._workers.shm import (
     SharedMemoryFullError,
     create_segment,
     map_segment,
@@ -23,8 +24,7 @@ from stoker.data._shm import (
     sweep_orphans,
     unlink_segments,
 )
-from stoker.data._slabs import SlabReader, SlabWriter
-from stoker.data._worker import BATCH, FAILED
+from stoker.data._workers.slabs import SlabReader, SlabWriter
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
 
@@ -111,7 +111,7 @@ class _Pair:
     def send(self, samples: list[Any], collate: Any = None) -> Any:
         self.writer.release(self.reader.take_released())
         batch = (collate or self.writer.collate)(samples)
-        data = self.writer.encode((0, BATCH, batch, {"busy": 0.0}))
+        data = self.writer.encode(Reply(0, BATCH, batch, Meta(busy=0.0)))
         return self.reader.decode(bytes(data))
 
 
@@ -121,7 +121,8 @@ def pair(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> _Pair:
     directory = str(tmp_path)
     real_map = _shm.map_segment
     monkeypatch.setattr(
-        "stoker.data._slabs.map_segment", lambda name, size: real_map(name, size, directory)
+        "stoker.data._workers.slabs.map_segment",
+        lambda name, size: real_map(name, size, directory),
     )
     return _Pair(directory)
 
@@ -139,7 +140,7 @@ def test_large_batch_arrives_as_views_on_a_slab(pair: _Pair) -> None:
     assert not batch[0].flags.owndata
     assert batch[0].base is not None
     assert pair.reader.bytes_in_slabs >= 2 * expected[0].nbytes
-    assert "retired" not in meta
+    assert meta.retired == ()
 
 
 def test_slab_is_released_when_the_batch_dies_and_reused(pair: _Pair) -> None:
@@ -208,5 +209,5 @@ def test_failure_replies_free_the_slab(pair: _Pair) -> None:
     gc.collect()
     pair.writer.release(pair.reader.take_released())
     pair.writer.collate(_image_batch(1))  # placed in a slab, then the fetch "fails"
-    pair.writer.encode((0, FAILED, None, None))
+    pair.writer.encode(Reply(0, FAILED, None, Meta()))
     assert sorted(pair.writer.free) == sorted(pair.writer.slabs)

@@ -15,11 +15,15 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from stoker.data import Dataset, IterableDataset, get_worker_info
+
+SUPPORT = str(Path(__file__).resolve().parent)
+"""This folder (pytest's ``pythonpath``): scripts run in a fresh interpreter add it to sys.path."""
 
 START_METHODS = ["fork", "spawn", "forkserver"]
 WORKER_KINDS = ["process", "thread"]
