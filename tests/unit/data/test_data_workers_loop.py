@@ -1,19 +1,15 @@
-"""The worker loop, the fetch path and worker-error records, run in one process with a fake host."""
+"""The one worker loop, run in this process with a fake host: answers, failures, resets, ends."""
 
 from __future__ import annotations
 
-import pickle
-import sys
-import types
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from data_fakes import Counting, Numbers
 
-from stoker.data import Dataset, IterableDataset, WorkerInfo, get_worker_info
-from stoker.data._errors import WorkerFailure, mark_index
-from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
+from stoker.data import WorkerInfo
+from stoker.data._errors import WorkerFailure
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import (
     BATCH,
@@ -27,34 +23,6 @@ from stoker.data._workers.protocol import (
     Task,
     WorkerSetup,
 )
-
-
-class Numbers(Dataset[int]):
-    """Sample i is 10 * i; index ``bad`` raises ValueError."""
-
-    def __init__(self, n: int, bad: int = -1) -> None:
-        self.n = n
-        self.bad = bad
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> int:
-        if index == self.bad:
-            raise ValueError(f"bad index {index}")
-        return 10 * index
-
-
-class Counting(IterableDataset[int]):
-    """Yields 0..n-1 and counts how often iteration started."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.started = 0
-
-    def __iter__(self) -> Iterator[int]:
-        self.started += 1
-        return iter(range(self.n))
 
 
 class FakeHost:
@@ -176,108 +144,6 @@ def test_unsendable_batch_becomes_a_failure_and_lost_parent_ends_loop() -> None:
     worker_loop(_setup(Numbers(2)), gone)
     assert gone.replies == []
     assert gone.messages == [Task(1, [1])]
-
-
-def test_map_fetcher_paths() -> None:
-    """Single index, list of indices, __getitems__ and a disabled __getitems__."""
-    assert MapFetcher(Numbers(3), auto_collation=False, collate_fn=str).fetch(2) == "20"
-    assert MapFetcher(Numbers(3), auto_collation=True, collate_fn=list).fetch([2, 0]) == [20, 0]
-
-    class Batched(Numbers):
-        def __getitems__(self, indices: list[int]) -> list[int]:
-            return [-i for i in indices]
-
-    batched = Batched(3)
-    assert make_fetcher(
-        batched, iterable=False, auto_collation=True, collate_fn=list, drop_last=False
-    ).fetch([1, 2]) == [-1, -2]
-    batched.__getitems__ = None  # type: ignore[assignment, method-assign]
-    assert MapFetcher(batched, auto_collation=True, collate_fn=list).fetch([1, 2]) == [10, 20]
-
-
-@pytest.mark.parametrize(("auto", "index"), [(True, [0, 3, 1]), (False, 3)])
-def test_map_fetcher_marks_the_failing_index(auto: bool, index: Any) -> None:
-    """The exception from dataset[i] propagates unchanged, marked with i."""
-    fetcher = MapFetcher(Numbers(5, bad=3), auto_collation=auto, collate_fn=list)
-    with pytest.raises(ValueError, match="bad index 3") as caught:
-        fetcher.fetch(index)
-    assert getattr(caught.value, "_stoker_dataset_index", None) == 3
-
-
-@pytest.mark.parametrize(("drop_last", "sizes"), [(False, [2, 2, 1]), (True, [2, 2])])
-def test_iterable_fetcher_short_batch_and_end(drop_last: bool, sizes: list[int]) -> None:
-    """The iterable fetcher fills batches, keeps or drops the short one, then is exhausted."""
-    fetcher = IterableFetcher(
-        Counting(5), auto_collation=True, collate_fn=list, drop_last=drop_last
-    )
-    got = [fetcher.fetch([None, None]) for _ in sizes]
-    assert [len(b) for b in got] == sizes
-    with pytest.raises(DatasetExhausted):
-        fetcher.fetch([None, None])
-    with pytest.raises(DatasetExhausted):
-        fetcher.fetch([None])
-    single = IterableFetcher(Counting(1), auto_collation=False, collate_fn=str, drop_last=False)
-    assert single.fetch(None) == "0"
-    with pytest.raises(DatasetExhausted):
-        single.fetch(None)
-
-
-class LocalError(Exception):
-    """Only reachable through a test module, which a worker may not import."""
-
-
-def test_worker_failure_rebuilds_the_original_type_and_pickles() -> None:
-    """The record pickles, rebuilds the same type with the text, and keeps its attributes."""
-    try:
-        raise IndexError("index 7 is out of range")
-    except IndexError as err:
-        mark_index(err, 7)
-        failure = WorkerFailure.capture(err, 3, where="", batch_index=[6, 7])
-    copy = pickle.loads(pickle.dumps(failure))
-    exc: Any = copy.build()
-    assert type(exc) is IndexError
-    assert str(exc).startswith("index 7 is out of range")
-    assert "DataLoader worker 3" in str(exc)
-    assert "while fetching dataset index 7 (batch indices [6, 7])" in str(exc)
-    assert (exc.worker_id, exc.dataset_index) == (3, 7)
-    assert "raise IndexError" in exc.worker_traceback
-
-
-def test_worker_failure_falls_back_to_runtime_error() -> None:
-    """A type that cannot be found again in the main process becomes a RuntimeError."""
-    failure = WorkerFailure("no.such.module", "Gone", "went away", 0, 1, "in worker_init_fn")
-    with pytest.raises(RuntimeError, match=r"no\.such\.module\.Gone .*went away"):
-        failure.reraise()
-
-
-def test_mark_index_keeps_the_first_mark() -> None:
-    """An outer fetch does not overwrite the index an inner fetch recorded."""
-    err = ValueError("x")
-    mark_index(err, 1)
-    mark_index(err, 2)
-    assert getattr(err, "_stoker_dataset_index", None) == 1
-
-
-def test_worker_info_is_frozen_and_absent_in_main() -> None:
-    """WorkerInfo has torch's fields and cannot be changed; get_worker_info() is None here."""
-    info = WorkerInfo(id=0, num_workers=1, seed=5, dataset=None)
-    assert info.worker_method == "multiprocessing"
-    assert info.rng is None
-    with pytest.raises(AttributeError):
-        info.id = 3  # type: ignore[misc]
-    assert get_worker_info() is None
-
-
-def test_worker_failure_finds_types_of_a_spawned_main_script(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A type from a spawn worker's __mp_main__ is looked up in the main process's __main__."""
-    main = types.ModuleType("__main__")
-    main.LocalError = LocalError  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "__main__", main)
-    failure = WorkerFailure("__mp_main__", "LocalError", "boom", 1, 2, "")
-    with pytest.raises(LocalError, match="boom"):
-        failure.reraise()
 
 
 class Unprintable(Exception):
