@@ -1,4 +1,4 @@
-"""Datasets: the map-style and iterable bases and the ways to combine, stack and split them.
+"""Datasets: the map-style and iterable bases and the ways to combine, stack and subset them.
 
 Semantics follow ``torch.utils.data.dataset`` (torch 2.13). Where torch raises
 ``AssertionError`` for a bad argument, stoker raises an error that is both the proper kind

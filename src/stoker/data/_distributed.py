@@ -3,10 +3,11 @@
 Semantics follow ``torch.utils.data.distributed`` (torch 2.13): the (optionally shuffled) index
 list is padded by repeating it from the start until it divides evenly by ``num_replicas``
 (or cut with ``drop_last``), then rank ``r`` takes every ``num_replicas``-th index starting at
-``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e)``, so every rank
-computes the same order without communicating, any epoch can be recomputed on its own, and
-iteration can start at an offset (see :meth:`DistributedSampler.load_state_dict`). The orders
-differ from torch's, which uses ``torch.randperm`` seeded with ``seed + epoch``.
+``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e, tag)`` (a tag of
+this sampler's own), so every rank computes the same order without communicating, any epoch
+can be recomputed on its own, and iteration can start at an offset (see
+:meth:`DistributedSampler.load_state_dict`). The orders differ from torch's, which uses
+``torch.randperm`` seeded with ``seed + epoch``.
 
 ``num_replicas`` and ``rank`` come from the arguments, else from ``torch.distributed`` when the
 user has already imported torch and initialised a process group, else from the ``WORLD_SIZE``

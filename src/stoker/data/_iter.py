@@ -72,8 +72,9 @@ class LoaderIter:
             and self._num_yielded > self._len_reported
         ):
             hint = (
-                " With worker processes, each worker iterates its own copy of the dataset: shard "
-                "it in __iter__ with get_worker_info() so that replicas do not repeat samples."
+                " With workers (processes or threads), each iterates its own copy of the dataset: "
+                "shard it in __iter__ with get_worker_info() so that replicas do not repeat "
+                "samples."
                 if self._num_workers > 0
                 else ""
             )
@@ -123,7 +124,7 @@ class LoaderIter:
     def __getstate__(self) -> Any:
         raise TypeError(
             f"{type(self).__name__} cannot be pickled: it owns an open iteration (and possibly "
-            "worker processes); pickle the DataLoader or its dataset instead"
+            "workers); pickle the DataLoader or its dataset instead"
         )
 
 

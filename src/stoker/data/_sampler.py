@@ -8,13 +8,13 @@ from with torch itself (``torch.randperm``, ``torch.randint``, ``torch.multinomi
 torch's samplers do), so the order equals torch's for the same generator state.
 
 The random samplers live in :mod:`stoker.data._sampler_random`; they and
-:class:`SequentialSampler` derive from :class:`EpochSampler`, whose :class:`~stoker.data._epochs.
-EpochClock` keeps each epoch's randomness and progress. Every stoker sampler has
-``state_dict()`` / ``load_state_dict()`` (the :class:`~stoker.data._stateful.OffsetStateful`
-contract): a small JSON-serialisable dict (epoch, seed, offset; no per-index lists) from which
-iteration resumes where it stopped, starting at the offset without replaying the epoch. The
-helpers the samplers share (index pieces, argument checks, torch's double-kind errors) are here
-too.
+:class:`SequentialSampler` derive from :class:`EpochSampler`, whose epoch clock
+(:class:`~stoker.data._epochs.EpochClock`) keeps each epoch's randomness and progress. Every
+stoker sampler has ``state_dict()`` / ``load_state_dict()`` (the
+:class:`~stoker.data._stateful.OffsetStateful` contract): a small JSON-serialisable dict (epoch,
+seed, offset; no per-index lists) from which iteration resumes where it stopped, starting at
+the offset without replaying the epoch. The helpers the samplers share (index pieces, argument
+checks, torch's double-kind errors) are here too.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ _DRAW_TAG = 0x4452_4157
 
 
 def _permutation_chunks(seed: int, n: int, total: int, start: int) -> Iterator[list[int]]:
-    """Whole permutations of ``range(n)`` (round ``r`` keyed by ``(seed, r)``), cut to ``total``."""
+    """Whole permutations of ``range(n)`` (round ``r`` keyed by ``(seed, tag, r)``), cut to
+    ``total``."""
     round_index, skip = divmod(start, n)
     position = round_index * n
     while position < total:
@@ -49,7 +50,7 @@ def _permutation_chunks(seed: int, n: int, total: int, start: int) -> Iterator[l
 
 
 def _replacement_chunks(seed: int, n: int, total: int, start: int) -> Iterator[list[int]]:
-    """Uniform draws from ``range(n)`` in chunks keyed by ``(seed, chunk)``."""
+    """Uniform draws from ``range(n)`` in chunks keyed by ``(seed, tag, chunk)``."""
     chunk_index, skip = divmod(start, _CHUNK)
     position = chunk_index * _CHUNK
     while position < total:
