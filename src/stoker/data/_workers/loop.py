@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from stoker.data._errors import WorkerFailure
-from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
+from stoker.data._fetch import DatasetExhausted, Fetcher, IterableFetcher, make_fetcher
 from stoker.data._workers.info import WorkerInfo
 from stoker.data._workers.protocol import (
     BATCH,
@@ -41,8 +41,6 @@ from stoker.data._workers.protocol import (
 )
 
 __all__ = ["WorkerHost", "worker_loop"]
-
-Fetcher = MapFetcher | IterableFetcher
 
 
 class WorkerHost(Protocol):
