@@ -137,15 +137,14 @@ class EpochClock:
     def set_epoch(self, epoch: int) -> None:
         """Make the next :meth:`begin` start epoch ``epoch``.
 
-        A loaded state that resumes this very epoch is kept (with its offset); any other
-        pending epoch is dropped.
+        A pending epoch of that number (a loaded state, with its offset, or a fresh seed a state
+        fixed) is kept; any other pending epoch is dropped.
         """
-        pending = self._pending
-        if pending is not None and pending.index == epoch:
-            return
-        self.next_epoch = epoch
         self.current = None
-        self.discard_pending()
+        pending = self._pending
+        if pending is None or pending.index != epoch:
+            self.next_epoch = epoch
+            self.discard_pending()
 
     def discard_pending(self) -> None:
         """Forget a loaded (or fixed), not yet started epoch."""

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from stoker.data._epochs import EpochClock, EpochRecord, track
+from stoker.data._generator import derive_seed
 
 
 def test_track_reports_the_offset_while_iterating() -> None:
@@ -55,3 +56,23 @@ def test_epoch_clock_rejects_foreign_states() -> None:
         clock.load({k: v for k, v in state.items() if k != "offset"}, {})
     with pytest.raises(TypeError, match="state must be a dict"):
         clock.load([], {})  # type: ignore[arg-type]
+
+
+def test_a_fixed_fresh_seed_is_kept_for_its_epoch_only() -> None:
+    """A state between epochs fixes the next fresh seed; set_epoch of that epoch keeps it,
+    another epoch or another generator drops it."""
+    clock = EpochClock(None)
+    list(track(clock.begin(), iter([[0, 1]])))
+    state = clock.state({}, total=2)
+    clock.set_epoch(1)
+    assert clock.epoch == 1
+    record = clock.begin()
+    assert (record.index, record.seed) == (1, state["seed"])
+    list(track(record, iter([[0, 1]])))
+    fixed = clock.state({}, total=2)["seed"]
+    clock.set_epoch(5)
+    assert clock.begin().seed != fixed
+    list(track(clock.current, iter([[0, 1]])))  # type: ignore[arg-type]
+    clock.state({}, total=2)
+    clock.set_generator(3)
+    assert clock.begin().seed == derive_seed(3, 6)
