@@ -26,10 +26,12 @@ from stoker.data._workers.protocol import (
         Task(3, [1, 2], (4, 5)),
         Task(0, 7),
         Reply(1, BATCH, [10, 20], Meta(0.5, True, {"position": 2}, None, (3,))),
+        Reply(2, Status.EXHAUSTED, None, Meta(0.1, False, None)),
+        Reply(-1, Status.RESET_DONE, None, Meta()),
         STOP,
         RESET,
     ],
-    ids=["task", "task-no-slabs", "reply", "stop", "reset"],
+    ids=["task", "task-no-slabs", "reply", "reply-state-none", "reply-no-state", "stop", "reset"],
 )
 def test_messages_pickle_to_equal_messages_of_the_same_type(message: Any) -> None:
     """A message crossing a pipe arrives equal, with its type; enum members stay singletons."""
@@ -37,8 +39,9 @@ def test_messages_pickle_to_equal_messages_of_the_same_type(message: Any) -> Non
     assert copy == message
     assert type(copy) is type(message)
     if isinstance(message, Reply):
-        assert copy.status is Status.BATCH
+        assert copy.status is message.status
         assert type(copy.meta) is Meta
+        assert (copy.meta.worker_state is NO_STATE) == (message.meta.worker_state is NO_STATE)
     if isinstance(message, Command):
         assert copy is message
 

@@ -64,6 +64,10 @@ class Status(enum.IntEnum):
     RESET_DONE = 3
     ENDED = 4
 
+    def __reduce_ex__(self, protocol: object) -> str:  # type: ignore[override]  # a global name
+        """Pickle as the module-level name of the member (cheaper than calling the enum)."""
+        return self.name
+
 
 BATCH = Status.BATCH
 FAILED = Status.FAILED
@@ -78,6 +82,10 @@ class Command(enum.Enum):
     RESET = "reset"
     STOP = "stop"
 
+    def __reduce_ex__(self, protocol: object) -> str:  # type: ignore[override]  # a global name
+        """Pickle as the module-level name of the member."""
+        return self.name
+
 
 RESET = Command.RESET
 """Start a new epoch with the same worker (persistent workers); answered by RESET_DONE."""
@@ -86,13 +94,19 @@ STOP = Command.STOP
 """End the worker loop (never answered). A process worker also stops when its pipe closes."""
 
 
-class NoState(enum.Enum):
-    """The type of :data:`NO_STATE`."""
+class NoState:
+    """The type of :data:`NO_STATE`, a sentinel that pickles as itself."""
 
-    NO_STATE = "no state"
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "NO_STATE"
+
+    def __reduce__(self) -> str:
+        return "NO_STATE"
 
 
-NO_STATE = NoState.NO_STATE
+NO_STATE = NoState()
 """``Meta.worker_state`` when no state was taken (None is a state a dataset may return)."""
 
 NO_TASK = -1
@@ -157,9 +171,39 @@ class Meta(NamedTuple):
 
 
 class Reply(NamedTuple):
-    """A worker's answer to one task or command (see the module docstring)."""
+    """A worker's answer to one task or command (see the module docstring).
+
+    A reply pickles flat, as one call of :func:`_rebuild_reply` with plain values: one global
+    to look up per reply instead of four (the two classes, the status, the sentinel), which
+    the main process would otherwise pay for every batch.
+    """
 
     task_id: int
     status: Status
     payload: Any
     meta: Meta
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        busy, ended, state, error, retired = self.meta
+        taken = state is not NO_STATE
+        values = (self.task_id, self.status.value, self.payload, busy, ended)
+        return (_rebuild_reply, (*values, state if taken else None, taken, error, retired))
+
+
+_STATUSES = tuple(Status)  # by value: the values are 0, 1, 2, ... in order
+
+
+def _rebuild_reply(  # noqa: PLR0917 - the flat pickled form of a Reply
+    task_id: int,
+    status: int,
+    payload: Any,
+    busy: float,
+    ended: bool,
+    state: Any,
+    taken: bool,
+    error: WorkerFailure | None,
+    retired: tuple[int, ...],
+) -> Reply:
+    """Rebuild a :class:`Reply` from its pickled form (see :meth:`Reply.__reduce__`)."""
+    meta = Meta(busy, ended, state if taken else NO_STATE, error, retired)
+    return Reply(task_id, _STATUSES[status], payload, meta)
