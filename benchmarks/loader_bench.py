@@ -431,12 +431,12 @@ def rss_over_epochs(epochs: int = 10) -> None:
 def transport_sweep() -> None:
     """Print batches/s for pipe-only and slab-only transport by batch size (2 fork workers)."""
     import stoker.data as sd
-    from stoker.data import _slabs
+    from stoker.data._workers import slabs
 
     for kib in (4, 16, 32, 64, 256, 1024, 4096):
         rates = {}
         for mode, threshold in (("pipe", 1 << 62), ("slab", 0)):
-            _slabs.SLAB_THRESHOLD = threshold
+            slabs.SLAB_THRESHOLD = threshold
             count = 400
             best = 0.0
             for _ in range(3):

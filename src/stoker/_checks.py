@@ -96,15 +96,19 @@ def resolve_world(
     Each value comes from its argument when given; else from an initialised ``torch.distributed``
     process group (only when the program imported it); else from ``RANK`` / ``WORLD_SIZE``;
     else None. Callers apply their own default to a None (a writer assumes rank 0; a
-    ``DistributedSampler`` raises, as torch's does). ``check_order=False`` leaves the check that
-    the rank is below the world size to the caller (which may owe torch's own message).
+    ``DistributedSampler`` raises, as torch's does). ``check_order=False`` leaves the check of
+    the rank's range (not negative, below the world size) to the caller, which may owe torch's
+    own message.
 
     Raises:
         TypeError: if an argument is not an int.
         ValueError: if a value is negative, the world size is below 1, an environment variable
             is not an int, or the rank is not below the world size.
     """
-    found_rank: int | None = check_int(rank, "rank", minimum=0, allow_none=True, hint=hint)
+    lowest_rank = 0 if check_order else None
+    found_rank: int | None = check_int(
+        rank, "rank", minimum=lowest_rank, allow_none=True, hint=hint
+    )
     found_size: int | None = check_int(
         world_size, "world_size", minimum=1, allow_none=True, hint=hint
     )
@@ -114,7 +118,7 @@ def resolve_world(
             found_rank = group[0] if found_rank is None else found_rank
             found_size = group[1] if found_size is None else found_size
     if found_rank is None:
-        found_rank = env_int("RANK", minimum=0, hint=hint)
+        found_rank = env_int("RANK", minimum=lowest_rank, hint=hint)
     if found_size is None:
         found_size = env_int("WORLD_SIZE", minimum=1, hint=hint)
     known = found_rank is not None and found_size is not None

@@ -1,9 +1,10 @@
 """stoker.data: the torch.utils.data API, NumPy-first and torch-free.
 
-Datasets, samplers, collation and a :class:`DataLoader` with worker processes. Code written for
-``torch.utils.data`` runs after changing only the import.
+Datasets, samplers, collation and a :class:`DataLoader` with worker processes or threads. Code
+written for ``torch.utils.data`` runs after changing only the import.
 """
 
+from stoker._public import fixup_module_metadata
 from stoker.data._collate import collate, default_collate, default_collate_fn_map, default_convert
 from stoker.data._dataset import (
     ChainDataset,
@@ -20,7 +21,7 @@ from stoker.data._sample_rng import sample_rng
 from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
 from stoker.data._split import random_split
-from stoker.data._worker import WorkerInfo, get_worker_info
+from stoker.data._workers import SharedMemoryFullError, WorkerInfo, get_worker_info
 
 __all__ = [
     "BatchSampler",
@@ -34,6 +35,7 @@ __all__ = [
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
+    "SharedMemoryFullError",
     "StackDataset",
     "Subset",
     "SubsetRandomSampler",
@@ -49,3 +51,5 @@ __all__ = [
     "random_split",
     "sample_rng",
 ]
+
+fixup_module_metadata(__name__, globals())

@@ -12,7 +12,8 @@ makes tensors:
 * mappings, namedtuples and other sequences recurse per key or position (tuples become lists,
   as in torch; sequences of unequal lengths raise ``RuntimeError``);
 * torch tensors, when the user has torch, are stacked with ``torch.stack``. torch is never
-  imported here: tensors are recognised only once the user has imported torch.
+  imported: tensors are recognised (and stacked) through :mod:`stoker._torch`, only once the
+  user has imported torch.
 
 Samples whose arrays differ in shape raise an error naming the shapes and their positions in
 the batch. :func:`collate` takes a ``collate_fn_map`` from types to functions, checked first by
@@ -24,11 +25,12 @@ from __future__ import annotations
 import collections.abc
 import copy
 import re
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
+
+from stoker import _torch
 
 __all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
 
@@ -54,20 +56,15 @@ class _ShapeMismatchError(RuntimeError, ValueError):
     """Samples of unequal shapes (a RuntimeError as in torch, and a ValueError)."""
 
 
-class _TorchTensorMeta(type):
-    """Makes ``isinstance(x, TorchTensor)`` true for torch tensors without importing torch."""
+class _TensorKeyMeta(type):
+    """Makes ``isinstance(x, TorchTensor)`` ask the torch boundary (no torch import)."""
 
     def __instancecheck__(cls, instance: object) -> bool:
-        torch = sys.modules.get("torch")  # no torch imported: no tensor can exist
-        return torch is not None and isinstance(instance, torch.Tensor)
+        return _torch.is_tensor(instance)
 
 
-class TorchTensor(metaclass=_TorchTensorMeta):
+class TorchTensor(metaclass=_TensorKeyMeta):
     """Stands for ``torch.Tensor`` as a key of :data:`default_collate_fn_map`."""
-
-
-def _is_tensor(value: object) -> bool:
-    return isinstance(value, TorchTensor)
 
 
 def _same_mapping_type(original: Any, values: dict[Any, Any]) -> Any:
@@ -117,7 +114,7 @@ def default_convert(data: Any) -> Any:
     Returns:
         The converted sample.
     """
-    if _is_tensor(data) or isinstance(data, (np.ndarray, np.generic, str, bytes)):
+    if _torch.is_tensor(data) or isinstance(data, (np.ndarray, np.generic, str, bytes)):
         return data
     data_type = type(data)
     if isinstance(data, collections.abc.Mapping):
@@ -264,14 +261,13 @@ def collate(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None)
 
 def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
     """Stack torch tensors with ``torch.stack`` (torch is already imported by the user)."""
-    torch = sys.modules["torch"]
     elem = batch[0]
     if elem.is_nested:
         raise RuntimeError(
             "Batches of nested tensors are not supported by the default collate_fn; "
             "pass a collate_fn that handles them"
         )
-    if elem.layout is not torch.strided:
+    if not _torch.is_strided(elem):
         raise RuntimeError(
             f"Batches of sparse tensors (layout {elem.layout}) are not supported by the "
             "default collate_fn; pass a collate_fn that handles them"
@@ -282,7 +278,7 @@ def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | No
             f"default_collate: samples in a batch must have equal shapes to be stacked, got "
             f"{_describe_shapes(shapes)}; resize or pad the samples, or pass a collate_fn"
         )
-    return torch.stack(list(batch), 0)
+    return _torch.stack(batch)
 
 
 def collate_numpy_array_fn(

@@ -1,4 +1,4 @@
-"""Datasets: the map-style and iterable bases and the ways to combine, stack and split them.
+"""Datasets: the map-style and iterable bases and the ways to combine, stack and subset them.
 
 Semantics follow ``torch.utils.data.dataset`` (torch 2.13). Where torch raises
 ``AssertionError`` for a bad argument, stoker raises an error that is both the proper kind
@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import bisect
 import itertools
-import sys
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Generic, TypeVar
 
 import numpy as np
+
+from stoker import _torch
 
 __all__ = [
     "ChainDataset",
@@ -85,11 +86,6 @@ class IterableDataset(Dataset[T_co], Iterable[T_co]):
         return ChainDataset([self, other])
 
 
-def _is_torch_tensor(value: object) -> bool:
-    torch = sys.modules.get("torch")  # no torch imported: no tensor can exist
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
 def _first_dim(array: Any, position: int) -> int:
     shape = getattr(array, "shape", None)
     if shape is None:
@@ -143,9 +139,8 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
             return []
         gathered = []
         for tensor in self.tensors:
-            if _is_torch_tensor(tensor):
-                torch = sys.modules["torch"]
-                gathered.append(tensor[torch.as_tensor(indices, dtype=torch.int64)])
+            if _torch.is_tensor(tensor):
+                gathered.append(_torch.index_tensor(tensor, indices))
             else:
                 gathered.append(tensor[np.asarray(indices, dtype=np.intp)])
         return list(zip(*gathered, strict=True))

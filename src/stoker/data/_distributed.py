@@ -3,31 +3,33 @@
 Semantics follow ``torch.utils.data.distributed`` (torch 2.13): the (optionally shuffled) index
 list is padded by repeating it from the start until it divides evenly by ``num_replicas``
 (or cut with ``drop_last``), then rank ``r`` takes every ``num_replicas``-th index starting at
-``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e)``, so every rank
-computes the same order without communicating, any epoch can be recomputed on its own, and
-iteration can start at an offset (see :meth:`DistributedSampler.load_state_dict`). The orders
-differ from torch's, which uses ``torch.randperm`` seeded with ``seed + epoch``.
+``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e, tag)`` (a tag of
+this sampler's own), so every rank computes the same order without communicating, any epoch
+can be recomputed on its own, and iteration can start at an offset (see
+:meth:`DistributedSampler.load_state_dict`). The orders differ from torch's, which uses
+``torch.randperm`` seeded with ``seed + epoch``.
 
 ``num_replicas`` and ``rank`` come from the arguments, else from ``torch.distributed`` when the
 user has already imported torch and initialised a process group, else from the ``WORLD_SIZE``
-and ``RANK`` environment variables (as set by ``torchrun`` and most launchers).
+and ``RANK`` environment variables (as set by ``torchrun`` and most launchers); the resolution
+is :func:`stoker._checks.resolve_world`, shared with the tensorboard writer's ranks.
 """
 
 from __future__ import annotations
 
 import math
 import operator
-import os
-import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from stoker.data._generator import STATE_VERSION, make_rng
-from stoker.data._sampler import Sampler, _pieces
-from stoker.data._worker import get_worker_info
+from stoker._checks import check_int, resolve_world
+from stoker.data._epochs import STATE_VERSION
+from stoker.data._generator import make_rng
+from stoker.data._sampler import Sampler, pieces
+from stoker.data._workers import get_worker_info
 
 __all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
 
@@ -36,53 +38,27 @@ T_co = TypeVar("T_co", covariant=True)
 _SHUFFLE_TAG = 0x4449_5354
 
 
-def _torch_process_group() -> tuple[int, int] | None:
-    """Return ``(world_size, rank)`` of an initialised torch process group, if the user has one."""
-    if "torch" not in sys.modules:
-        return None
-    try:
-        import torch.distributed as dist  # noqa: PLC0415  (only once the user imported torch)
-    except ImportError:
-        return None
-    if not dist.is_available() or not dist.is_initialized():
-        return None
-    return int(dist.get_world_size()), int(dist.get_rank())
+_WORLD_HINT = "pass ints, or fix WORLD_SIZE and RANK in the launcher's environment"
 
 
-def _env_int(name: str) -> int | None:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return None
-    try:
-        return int(raw)
-    except ValueError as err:
+def _check_rank(rank: int, num_replicas: int) -> None:
+    if rank >= num_replicas or rank < 0:
         raise ValueError(
-            f"environment variable {name} must be an int, got {raw!r}; "
-            "fix the launcher's environment or pass num_replicas and rank explicitly"
-        ) from err
-
-
-def _int_arg(value: object, name: str) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise TypeError(
-            f"{name} must be an int, got {value!r} of type {type(value).__name__}; "
-            "pass an int or None"
+            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}] "
+            f"for num_replicas={num_replicas}"
         )
-    return int(value)
 
 
 def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
-    group = None
-    if num_replicas is None or rank is None:
-        group = _torch_process_group()
-    if num_replicas is None:
-        num_replicas = group[0] if group is not None else _env_int("WORLD_SIZE")
-    if rank is None:
-        rank = group[1] if group is not None else _env_int("RANK")
-    if num_replicas is None or rank is None:
+    """Return ``(num_replicas, rank)`` as DistributedSampler finds them, with torch's errors."""
+    checked: int | None = check_int(num_replicas, "num_replicas", allow_none=True, hint=_WORLD_HINT)
+    if checked is not None and checked <= 0:
+        raise ValueError(f"num_replicas must be a positive int, got {checked!r}")
+    found_rank, found_size = resolve_world(rank, checked, hint=_WORLD_HINT, check_order=False)
+    if found_size is None or found_rank is None:
         missing = " and ".join(
             name
-            for name, value in (("num_replicas", num_replicas), ("rank", rank))
+            for name, value in (("num_replicas", found_size), ("rank", found_rank))
             if value is None
         )
         raise RuntimeError(
@@ -90,16 +66,8 @@ def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int
             "initialise torch.distributed (after importing torch), or set the WORLD_SIZE and "
             "RANK environment variables"
         )
-    num_replicas = _int_arg(num_replicas, "num_replicas")
-    rank = _int_arg(rank, "rank")
-    if num_replicas <= 0:
-        raise ValueError(f"num_replicas must be a positive int, got {num_replicas!r}")
-    if rank >= num_replicas or rank < 0:
-        raise ValueError(
-            f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}] "
-            f"for num_replicas={num_replicas}"
-        )
-    return num_replicas, rank
+    _check_rank(found_rank, found_size)
+    return found_size, found_rank
 
 
 class DistributedSampler(Sampler[T_co]):
@@ -138,7 +106,7 @@ class DistributedSampler(Sampler[T_co]):
         self.epoch = 0
         self.drop_last = drop_last
         self.shuffle = shuffle
-        self.seed = _int_arg(seed, "seed")
+        self.seed: int = check_int(seed, "seed", hint="pass the same int seed on every rank")
         length = len(dataset)
         if self.drop_last and length % self.num_replicas != 0:
             self.num_samples = math.ceil((length - self.num_replicas) / self.num_replicas)
@@ -169,7 +137,7 @@ class DistributedSampler(Sampler[T_co]):
         self._resume_offset = None
         position = start
         self._progress = (position, iter([]))
-        for piece in _pieces(self._rank_indices()[start:]):
+        for piece in pieces(self._rank_indices()[start:]):
             position += len(piece)
             self._progress = (position, iter(piece))
             yield from cast("Iterator[T_co]", self._progress[1])
@@ -205,17 +173,24 @@ class DistributedSampler(Sampler[T_co]):
             "finished": self._offset >= self.num_samples > 0,
         }
 
-    def _resume_state(self, consumed: int | None) -> dict[str, Any]:
+    def resume_state(self, consumed: int | None) -> dict[str, Any]:
         """Return the state as if only ``consumed`` indices of this epoch had been taken.
 
-        After the epoch's end the epoch is kept (the user's ``set_epoch`` picks the next one, as
-        in an uninterrupted run) and the offset is 0.
+        A DataLoader saves this way, counting the indices of the batches it delivered. After
+        the epoch's end the epoch is kept (the user's ``set_epoch`` picks the next one, as in
+        an uninterrupted run) and the offset is 0.
         """
         state = self.state_dict()
         finished = consumed is not None and consumed >= self.num_samples
         state["offset"] = 0 if consumed is None or finished else consumed
         state["finished"] = False
         return state
+
+    @property
+    def resumes_at_offset(self) -> bool:
+        """Whether offsets count the indices this sampler yields (False once ``__iter__`` is
+        overridden by a subclass: a loader then resumes it by replaying its epoch)."""
+        return type(self).__iter__ is DistributedSampler.__iter__
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state from :meth:`state_dict`; the next ``iter()`` resumes from it.
@@ -287,13 +262,10 @@ def get_shard_info(rank: int | None = None, world_size: int | None = None) -> Sh
     Raises:
         ValueError: when rank is outside ``[0, world_size)``.
     """
-    if rank is None or world_size is None:
-        group = _torch_process_group()
-        if world_size is None:
-            world_size = group[0] if group is not None else _env_int("WORLD_SIZE")
-        if rank is None:
-            rank = group[1] if group is not None else _env_int("RANK")
-    world, rank = _resolve_world(1 if world_size is None else world_size, rank or 0)
+    found_rank, found_size = resolve_world(rank, world_size, hint=_WORLD_HINT, check_order=False)
+    world = 1 if found_size is None else found_size
+    rank = 0 if found_rank is None else found_rank
+    _check_rank(rank, world)
     info = get_worker_info()
     worker_id, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
     return ShardInfo(

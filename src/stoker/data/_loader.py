@@ -1,4 +1,4 @@
-"""DataLoader: checks its arguments, builds the default samplers, and picks an iterator.
+"""DataLoader: checks its arguments, builds the default samplers, plans each iteration.
 
 The argument rules follow torch 2.13's ``torch.utils.data.DataLoader`` (the same exception types
 for the same combinations), with messages that name the argument, the value and what is valid.
@@ -17,21 +17,23 @@ import itertools
 import math
 import multiprocessing
 import os
-import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.context import BaseContext
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from stoker import _torch
+from stoker._checks import check_int
 from stoker.data._collate import default_collate, default_convert
 from stoker.data._dataset import IterableDataset
 from stoker.data._generator import resolve_generator
-from stoker.data._iter_multi import MultiProcessIter
-from stoker.data._iter_single import LoaderIter, SingleProcessIter
+from stoker.data._iter import InProcessIter, LoaderIter
+from stoker.data._iter_workers import WorkerIter
+from stoker.data._plan import LoaderPlan
 from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler
-from stoker.data._state import ResumeTracker, load_state, save_state
+from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
 
 if TYPE_CHECKING:
@@ -75,21 +77,7 @@ def usable_cpu_count() -> int | None:
 
 
 def _is_iterable_dataset(dataset: object) -> bool:
-    if isinstance(dataset, IterableDataset):
-        return True
-    torch_data = sys.modules.get("torch.utils.data")
-    torch_iterable = getattr(torch_data, "IterableDataset", None)
-    return torch_iterable is not None and isinstance(dataset, torch_iterable)
-
-
-def _check_int(name: str, value: object, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not hasattr(value, "__index__"):
-        none = " or None" if allow_none else ""
-        raise TypeError(
-            f"{name} must be an int{none}, got {value!r} of type {type(value).__name__}"
-        )
+    return isinstance(dataset, IterableDataset) or _torch.is_iterable_dataset(dataset)
 
 
 class DataLoader(Generic[T_co]):
@@ -107,7 +95,8 @@ class DataLoader(Generic[T_co]):
         shuffle: reshuffle each epoch (map-style only; default False).
         sampler: the order of indices; excludes ``shuffle``.
         batch_sampler: yields lists of indices; excludes batch_size, shuffle, sampler, drop_last.
-        num_workers: worker processes; 0 loads in the calling process.
+        num_workers: how many workers load batches (processes, or threads with
+            ``worker_type="thread"``); 0 loads in the calling thread.
         collate_fn: merges a list of samples into a batch (default: ``default_collate``, or
             ``default_convert`` when automatic batching is off).
         pin_memory: pin batches (torch tensors) in page-locked memory; needs torch and an
@@ -119,7 +108,7 @@ class DataLoader(Generic[T_co]):
         generator: an int seed, a ``numpy.random.Generator`` or a ``torch.Generator``; the
             random sampler and the workers' base seed are drawn from it.
         prefetch_factor: batches loaded in advance per worker (default 2 with workers).
-        persistent_workers: keep the worker processes across epochs.
+        persistent_workers: keep the workers across epochs.
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order (False: as soon as they are ready).
         worker_type: ``"process"`` (default: worker processes, large batches through shared
@@ -152,19 +141,16 @@ class DataLoader(Generic[T_co]):
         in_order: bool = True,
         worker_type: str = "process",
     ) -> None:
-        _check_int("num_workers", num_workers)
-        if num_workers < 0:
-            raise ValueError(
-                f"num_workers must be >= 0, got {num_workers!r}; use num_workers=0 to load in "
-                "the main process"
-            )
+        num_workers = check_int(
+            num_workers, "num_workers", minimum=0, hint="use 0 to load in the main process"
+        )
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
         if timeout < 0:
             raise ValueError(
                 f"timeout must be >= 0 seconds, got {timeout!r}; use 0 to wait without a limit"
             )
-        _check_int("prefetch_factor", prefetch_factor, allow_none=True)
+        prefetch_factor = check_int(prefetch_factor, "prefetch_factor", allow_none=True)
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError(
                 f"prefetch_factor must be None when num_workers=0, got "
@@ -314,11 +300,35 @@ class DataLoader(Generic[T_co]):
     def _index_sampler(self) -> Any:
         return self.batch_sampler if self._auto_collation else self.sampler
 
+    def _plan(self) -> LoaderPlan:
+        """Snapshot what an iteration (or a state) needs from this loader's current settings."""
+        return LoaderPlan(
+            dataset=self.dataset,
+            iterable=self._iterable_kind,
+            index_sampler=self._index_sampler,
+            auto_collation=self._auto_collation,
+            collate_fn=self.collate_fn,
+            drop_last=self.drop_last,
+            batch_size=self.batch_size,
+            num_workers=self.num_workers,
+            prefetch_factor=int(self.prefetch_factor or 2) if self.num_workers else 0,
+            in_order=bool(self.in_order),
+            persistent_workers=bool(self.persistent_workers),
+            timeout=self.timeout,
+            worker_init_fn=self.worker_init_fn,
+            multiprocessing_context=self.multiprocessing_context,
+            worker_type=self.worker_type,
+            pin_memory=self.pin_memory,
+            pin_memory_device=self.pin_memory_device,
+            seed_source=self._seed_source,
+            len_reported=self._iterable_len_reported,
+        )
+
     def _get_iterator(self) -> LoaderIter:
         if self.num_workers == 0:
-            return SingleProcessIter(self)
+            return InProcessIter(self._plan(), self._resume)
         self.check_worker_number_rationality()
-        return MultiProcessIter(self)
+        return WorkerIter(self._plan(), self._resume, self._stats)
 
     def __iter__(self) -> LoaderIter:
         """Return an iterator over batches (the same one each epoch with persistent workers)."""
@@ -326,7 +336,7 @@ class DataLoader(Generic[T_co]):
             if self._iterator is None or self._iterator.closed:
                 self._iterator = self._get_iterator()
             else:
-                self._iterator._reset(self)
+                self._iterator._reset(self._plan())
             return self._iterator
         return self._get_iterator()
 
@@ -357,7 +367,7 @@ class DataLoader(Generic[T_co]):
         work for it. See docs/design/resume.md for the format and what a custom sampler or an
         IterableDataset needs.
         """
-        return save_state(self)
+        return self._resume.save(self._plan())
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Resume from a :meth:`state_dict`: the next ``iter(loader)`` continues from it.
@@ -369,7 +379,7 @@ class DataLoader(Generic[T_co]):
             ValueError: when it does not fit this loader (another format version, dataset
                 kind or length, sampler kind, batch size, ...); the message names the field.
         """
-        load_state(self, state)
+        self._resume.load(self._plan(), state)
         self.close()
 
     def check_worker_number_rationality(self) -> None:
@@ -381,7 +391,7 @@ class DataLoader(Generic[T_co]):
             have = "an unknown number of" if usable is None else str(usable)
             warnings.warn(
                 f"num_workers={self.num_workers} exceeds the {have} CPUs this process may use "
-                "(os.sched_getaffinity); more worker processes than CPUs usually slows loading "
+                "(os.sched_getaffinity); more workers than CPUs usually slows loading "
                 "down. Lower num_workers unless the dataset waits on I/O",
                 UserWarning,
                 stacklevel=3,

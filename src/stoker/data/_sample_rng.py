@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from stoker._checks import check_int
 from stoker.data._generator import make_rng
 
 __all__ = [
@@ -150,11 +151,7 @@ def sample_rng(
         TypeError: when ``index`` (or ``seed``/``epoch``) is not an int.
         RuntimeError: when no loader is loading this sample and ``seed``/``epoch`` are not given.
     """
-    if isinstance(index, bool) or not isinstance(index, (int, np.integer)):
-        raise TypeError(
-            f"index must be an int, got {index!r} of type {type(index).__name__}; pass the "
-            "index __getitem__ received"
-        )
+    check_int(index, "index", hint="pass the index __getitem__ received")
     if seed is None or epoch is None:
         key = index.key if isinstance(index, KeyedIndex) else current_key()
         if key is None:

@@ -7,10 +7,14 @@ epoch; an int seed makes every epoch reproducible (epoch ``e`` is keyed by ``(se
 from with torch itself (``torch.randperm``, ``torch.randint``, ``torch.multinomial``, exactly as
 torch's samplers do), so the order equals torch's for the same generator state.
 
-The random samplers live in :mod:`stoker.data._sampler_random`. Every stoker sampler has
-``state_dict()`` / ``load_state_dict()``: a small JSON-serialisable dict (epoch, seed, offset;
-no per-index lists) from which iteration resumes where it stopped, starting at the offset
-without replaying the epoch.
+The random samplers live in :mod:`stoker.data._sampler_random`; they and
+:class:`SequentialSampler` derive from :class:`EpochSampler`, whose epoch clock
+(:class:`~stoker.data._epochs.EpochClock`) keeps each epoch's randomness and progress. Every
+stoker sampler has ``state_dict()`` / ``load_state_dict()`` (the
+:class:`~stoker.data._stateful.OffsetStateful` contract): a small JSON-serialisable dict (epoch,
+seed, offset; no per-index lists) from which iteration resumes where it stopped, starting at
+the offset without replaying the epoch. The helpers the samplers share (index pieces, argument
+checks, torch's double-kind errors) are here too.
 """
 
 from __future__ import annotations
@@ -21,9 +25,22 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from stoker.data._generator import EpochClock, EpochRecord, check_generator, track
+from stoker.data._epochs import EpochClock, EpochRecord, track
+from stoker.data._generator import check_generator
+from stoker.data._stateful import Stateful
 
-__all__ = ["BatchSampler", "Sampler", "SequentialSampler"]
+__all__ = [
+    "BatchSampler",
+    "EpochSampler",
+    "Sampler",
+    "SequentialSampler",
+    "TypeValueError",
+    "ValueRuntimeError",
+    "check_bool",
+    "piece_bounds",
+    "pieces",
+    "positive_int",
+]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -32,7 +49,7 @@ _FIRST_PIECE = 1024
 _LARGEST_PIECE = 65536
 
 
-def _piece_bounds(total: int) -> Iterator[tuple[int, int]]:
+def piece_bounds(total: int) -> Iterator[tuple[int, int]]:
     """Cut ``range(total)`` into ``(begin, end)`` pieces of growing length.
 
     The first piece is short, so the first batch does not wait for the whole epoch to become
@@ -46,24 +63,25 @@ def _piece_bounds(total: int) -> Iterator[tuple[int, int]]:
         size = min(size * 2, _LARGEST_PIECE)
 
 
-def _pieces(indices: Any) -> Iterator[list[int]]:
+def pieces(indices: Any) -> Iterator[list[int]]:
     """Yield an epoch's indices (a list, NumPy array or tensor) as lists of growing length."""
     if type(indices) is list:
-        return (indices[begin:end] for begin, end in _piece_bounds(len(indices)))
-    return (indices[begin:end].tolist() for begin, end in _piece_bounds(len(indices)))
+        return (indices[begin:end] for begin, end in piece_bounds(len(indices)))
+    return (indices[begin:end].tolist() for begin, end in piece_bounds(len(indices)))
 
 
-class _TypeValueError(TypeError, ValueError):
+class TypeValueError(TypeError, ValueError):
     """A wrong type where torch raises ValueError (catchable as either)."""
 
 
-class _ValueRuntimeError(ValueError, RuntimeError):
+class ValueRuntimeError(ValueError, RuntimeError):
     """A bad value found while iterating, where torch raises RuntimeError."""
 
 
-def _positive_int(value: object, name: str) -> int:
+def positive_int(value: object, name: str) -> int:
+    """Return ``value`` as an int >= 1, with torch's message otherwise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise _TypeValueError(
+        raise TypeValueError(
             f"{name} should be a positive integer value, but got {name}={value!r} "
             f"of type {type(value).__name__}; pass an int >= 1"
         )
@@ -74,7 +92,8 @@ def _positive_int(value: object, name: str) -> int:
     return int(value)
 
 
-def _bool(value: object, name: str, error: type[Exception]) -> bool:
+def check_bool(value: object, name: str, error: type[Exception]) -> bool:
+    """Return ``value`` as a bool, raising ``error`` with torch's message otherwise."""
     if not isinstance(value, (bool, np.bool_)):
         raise error(
             f"{name} should be a boolean value, but got {name}={value!r} of type "
@@ -95,8 +114,13 @@ class Sampler(Generic[T_co]):
         raise NotImplementedError
 
 
-class _StatefulSampler(Sampler[int]):
-    """Shared resume logic: an :class:`EpochClock` plus the fields a state must match."""
+class EpochSampler(Sampler[int]):
+    """Base of stoker's index samplers: epochs from an :class:`~stoker.data._epochs.EpochClock`.
+
+    A subclass draws an epoch in :meth:`_begin_chunks`; this base yields it, counts it, and
+    saves and restores it at any offset (the :class:`~stoker.data._stateful.OffsetStateful`
+    contract).
+    """
 
     _clock: EpochClock
 
@@ -110,7 +134,9 @@ class _StatefulSampler(Sampler[int]):
         """Return a small JSON-serialisable state: epoch, seed, generator state and offset.
 
         ``offset`` counts the indices of the current epoch already yielded; a loader that
-        prefetches may lower it to the number it actually consumed before saving.
+        prefetches may lower it to the number it actually consumed before saving. Between
+        epochs the state describes the next epoch (with ``generator=None``, its fresh seed is
+        drawn now, so the state reproduces it).
         """
         return self._clock.state(self._state_fields(), self._epoch_total())
 
@@ -123,9 +149,20 @@ class _StatefulSampler(Sampler[int]):
         """
         self._clock.load(state, self._state_fields())
 
-    def _resume_state(self, consumed: int | None) -> dict[str, Any]:
-        """Return the state as if only ``consumed`` indices of this epoch had been taken."""
+    def resume_state(self, consumed: int | None) -> dict[str, Any]:
+        """Return the state as if only ``consumed`` indices of this epoch had been taken.
+
+        A DataLoader saves this way: ``consumed`` counts the indices of the batches it
+        delivered, whatever its workers prefetched. ``None`` (the epoch has not begun) or a
+        count at or past the epoch's end describes the start of the next epoch.
+        """
         return self._clock.resume_state(self._state_fields(), self._epoch_total(), consumed)
+
+    @property
+    def resumes_at_offset(self) -> bool:
+        """Whether offsets count the indices this sampler yields (False once ``__iter__`` is
+        overridden by a subclass: a loader then resumes it by replaying its epoch)."""
+        return _iterates_itself(self)
 
     def _begin_chunks(self) -> tuple[EpochRecord, Iterator[list[Any]]]:
         """Start an epoch; return its record and its indices as lists from the record's start."""
@@ -162,7 +199,7 @@ class _StatefulSampler(Sampler[int]):
 
     @generator.setter
     def generator(self, value: Any) -> None:
-        self._clock.generator = check_generator(value)
+        self._clock.set_generator(check_generator(value))
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next ``iter()`` start epoch ``epoch`` (with an int seed: its order).
@@ -176,21 +213,20 @@ class _StatefulSampler(Sampler[int]):
             raise TypeError(f"epoch must be an int, got {epoch!r}; pass the epoch number")
         if epoch < 0:
             raise ValueError(f"epoch must be a non-negative int, got {epoch!r}")
-        pending = self._clock._pending
-        if pending is not None and pending.index == epoch:
-            return  # a loaded state resumes this very epoch: keep its offset
-        self._clock.next_epoch = int(epoch)
-        self._clock.current = None
-        self._clock.discard_pending()
+        self._clock.set_epoch(int(epoch))  # a loaded state of this very epoch keeps its offset
 
     @property
     def epoch(self) -> int:
         """The number of the next epoch ``iter()`` starts (the current one while iterating)."""
-        current = self._clock.current
-        return current.index if current is not None else self._clock.next_epoch
+        return self._clock.epoch
 
 
-class SequentialSampler(_StatefulSampler):
+def _iterates_itself(sampler: EpochSampler) -> bool:
+    """Tell whether ``sampler`` yields its epochs through :meth:`EpochSampler.__iter__`."""
+    return type(sampler).__iter__ is EpochSampler.__iter__
+
+
+class SequentialSampler(EpochSampler):
     """Yields ``0, 1, ..., len(data_source) - 1``.
 
     Args:
@@ -209,7 +245,7 @@ class SequentialSampler(_StatefulSampler):
         # ranges, not lists: iterating a range is fastest, and BatchSampler's path lists each
         pieces = (
             range(start + begin, start + end)
-            for begin, end in _piece_bounds(len(self.data_source) - start)
+            for begin, end in piece_bounds(len(self.data_source) - start)
         )
         return record, pieces  # type: ignore[return-value]
 
@@ -240,17 +276,14 @@ class BatchSampler(Sampler[list[int]]):
         batch_size: int,
         drop_last: bool,
     ) -> None:
-        self.batch_size = _positive_int(batch_size, "batch_size")
-        self.drop_last = _bool(drop_last, "drop_last", _TypeValueError)
+        self.batch_size = positive_int(batch_size, "batch_size")
+        self.drop_last = check_bool(drop_last, "drop_last", TypeValueError)
         self.sampler = sampler
 
     def __iter__(self) -> Iterator[list[int]]:
         """Yield lists of indices."""
         sampler = self.sampler
-        if (
-            isinstance(sampler, _StatefulSampler)
-            and type(sampler).__iter__ is _StatefulSampler.__iter__
-        ):
+        if isinstance(sampler, EpochSampler) and _iterates_itself(sampler):
             # stoker's own samplers: cut their index lists directly (same batches, less work)
             yield from sampler._batches(self.batch_size, self.drop_last)
             return
@@ -273,27 +306,25 @@ class BatchSampler(Sampler[list[int]]):
         """Return the inner sampler's state (see :meth:`RandomSampler.state_dict`).
 
         Raises:
-            TypeError: when the inner sampler has no ``state_dict``.
+            TypeError: when the inner sampler is not
+                :class:`~stoker.data._stateful.Stateful` (it lacks ``state_dict`` or
+                ``load_state_dict``).
         """
-        inner = getattr(self.sampler, "state_dict", None)
-        if not callable(inner):
-            raise TypeError(
-                f"sampler {type(self.sampler).__name__} has no state_dict(); use a stoker "
-                "sampler or give yours state_dict/load_state_dict"
-            )
-        state: dict[str, Any] = inner()
-        return state
+        return self._stateful_inner("state_dict").state_dict()
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore the inner sampler's state.
 
         Raises:
-            TypeError: when the inner sampler has no ``load_state_dict``.
+            TypeError: when the inner sampler is not :class:`~stoker.data._stateful.Stateful`.
         """
-        inner = getattr(self.sampler, "load_state_dict", None)
-        if not callable(inner):
+        self._stateful_inner("load_state_dict").load_state_dict(state)
+
+    def _stateful_inner(self, method: str) -> Stateful:
+        inner = self.sampler
+        if not isinstance(inner, Stateful):
             raise TypeError(
-                f"sampler {type(self.sampler).__name__} has no load_state_dict(); use a "
-                "stoker sampler or give yours state_dict/load_state_dict"
+                f"sampler {type(inner).__name__} has no {method}(); use a stoker sampler or "
+                "give yours state_dict/load_state_dict"
             )
-        inner(state)
+        return inner

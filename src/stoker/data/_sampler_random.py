@@ -1,28 +1,30 @@
 """The random samplers: permutations, draws with replacement, subsets and weighted draws.
 
-Each epoch's randomness comes from the sampler's ``generator=`` (see
-:mod:`stoker.data._generator`): with an int seed or a :class:`numpy.random.Generator` the
-indices are drawn in keyed chunks (permutation round ``r`` or draw chunk ``c`` keyed by
-``(seed, tag, r)``), so an epoch resumes at any offset without replaying it; with a
-``torch.Generator`` they are drawn with torch itself, exactly as torch's samplers draw them.
+Each epoch's randomness comes from the sampler's ``generator=`` through its epoch clock (see
+:mod:`stoker.data._epochs`): with ``None``, an int seed or a :class:`numpy.random.Generator` the
+epoch has a seed and the indices are drawn in keyed chunks (permutation round ``r`` or draw
+chunk ``c`` keyed by ``(seed, tag, r)``), so an epoch resumes at any offset without replaying
+it; with a ``torch.Generator`` they are drawn with torch itself (through :mod:`stoker._torch`),
+exactly as torch's samplers draw them, and a resumed epoch is drawn again and cut.
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator, Sequence, Sized
 from typing import Any
 
 import numpy as np
 
-from stoker.data._generator import EpochClock, EpochRecord, check_generator, make_rng
+from stoker import _torch
+from stoker.data._epochs import EpochClock, EpochRecord
+from stoker.data._generator import check_generator, make_rng
 from stoker.data._sampler import (
-    _bool,
-    _pieces,
-    _positive_int,
-    _StatefulSampler,
-    _TypeValueError,
-    _ValueRuntimeError,
+    EpochSampler,
+    TypeValueError,
+    ValueRuntimeError,
+    check_bool,
+    pieces,
+    positive_int,
 )
 
 __all__ = ["RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"]
@@ -34,20 +36,21 @@ _DRAW_TAG = 0x4452_4157
 
 
 def _permutation_chunks(seed: int, n: int, total: int, start: int) -> Iterator[list[int]]:
-    """Whole permutations of ``range(n)`` (round ``r`` keyed by ``(seed, r)``), cut to ``total``."""
+    """Whole permutations of ``range(n)`` (round ``r`` keyed by ``(seed, tag, r)``), cut to
+    ``total``."""
     round_index, skip = divmod(start, n)
     position = round_index * n
     while position < total:
         order = make_rng(seed, _PERM_TAG, round_index).permutation(n)
         stop = min(n, total - position)
-        yield from _pieces(order[skip:stop])
+        yield from pieces(order[skip:stop])
         position += n
         round_index += 1
         skip = 0
 
 
 def _replacement_chunks(seed: int, n: int, total: int, start: int) -> Iterator[list[int]]:
-    """Uniform draws from ``range(n)`` in chunks keyed by ``(seed, chunk)``."""
+    """Uniform draws from ``range(n)`` in chunks keyed by ``(seed, tag, chunk)``."""
     chunk_index, skip = divmod(start, _CHUNK)
     position = chunk_index * _CHUNK
     while position < total:
@@ -69,7 +72,7 @@ def _skip(chunks: Iterator[list[int]], start: int) -> Iterator[list[int]]:
         start = 0
 
 
-class RandomSampler(_StatefulSampler):
+class RandomSampler(EpochSampler):
     """Yields indices in random order: a permutation, or draws with replacement.
 
     Args:
@@ -96,10 +99,10 @@ class RandomSampler(_StatefulSampler):
         generator: Any = None,
     ) -> None:
         self.data_source = data_source
-        self.replacement = _bool(replacement, "replacement", TypeError)
+        self.replacement = check_bool(replacement, "replacement", TypeError)
         self._num_samples = num_samples
         if num_samples is not None:
-            self._num_samples = _positive_int(num_samples, "num_samples")
+            self._num_samples = positive_int(num_samples, "num_samples")
         elif len(data_source) <= 0:
             raise ValueError(
                 "num_samples should be a positive integer value, but got num_samples=0 "
@@ -118,7 +121,7 @@ class RandomSampler(_StatefulSampler):
         n = len(self.data_source)
         total = self.num_samples
         if n == 0:
-            raise _ValueRuntimeError(
+            raise ValueRuntimeError(
                 f"RandomSampler cannot draw {total} indices from an empty data_source; "
                 "pass a non-empty dataset"
             )
@@ -133,20 +136,15 @@ class RandomSampler(_StatefulSampler):
         return _skip(self._torch_chunks(n, total), record.start)
 
     def _torch_chunks(self, n: int, total: int) -> Iterator[list[int]]:
-        torch = sys.modules["torch"]
         generator = self.generator
         if self.replacement:
             for _ in range(total // _TORCH_CHUNK):
-                yield torch.randint(
-                    high=n, size=(_TORCH_CHUNK,), dtype=torch.int64, generator=generator
-                ).tolist()
-            yield torch.randint(
-                high=n, size=(total % _TORCH_CHUNK,), dtype=torch.int64, generator=generator
-            ).tolist()
+                yield _torch.randint(n, _TORCH_CHUNK, generator)
+            yield _torch.randint(n, total % _TORCH_CHUNK, generator)
         else:
             for _ in range(total // n):
-                yield from _pieces(torch.randperm(n, generator=generator))
-            yield from _pieces(torch.randperm(n, generator=generator)[: total % n])
+                yield from pieces(_torch.randperm(n, generator))
+            yield from pieces(_torch.randperm(n, generator)[: total % n])
 
     def __len__(self) -> int:
         """Return :attr:`num_samples`."""
@@ -161,7 +159,7 @@ class RandomSampler(_StatefulSampler):
         }
 
 
-class SubsetRandomSampler(_StatefulSampler):
+class SubsetRandomSampler(EpochSampler):
     """Yields the given indices in random order.
 
     Args:
@@ -182,8 +180,7 @@ class SubsetRandomSampler(_StatefulSampler):
         if record.seed is not None:
             chunks = _permutation_chunks(record.seed, max(n, 1), n, record.start)
         else:
-            torch = sys.modules["torch"]
-            chunks = _pieces(torch.randperm(n, generator=self.generator)[record.start :])
+            chunks = pieces(_torch.randperm(n, self.generator)[record.start :])
         indices = self.indices
         return record, ([indices[position] for position in chunk] for chunk in chunks)
 
@@ -195,7 +192,7 @@ class SubsetRandomSampler(_StatefulSampler):
         return {"sampler": "SubsetRandomSampler", "length": len(self.indices)}
 
 
-class WeightedRandomSampler(_StatefulSampler):
+class WeightedRandomSampler(EpochSampler):
     """Yields ``num_samples`` indices drawn with probabilities proportional to ``weights``.
 
     Args:
@@ -226,12 +223,12 @@ class WeightedRandomSampler(_StatefulSampler):
         replacement: bool = True,
         generator: Any = None,
     ) -> None:
-        self.num_samples = _positive_int(num_samples, "num_samples")
-        self.replacement = _bool(replacement, "replacement", _TypeValueError)
+        self.num_samples = positive_int(num_samples, "num_samples")
+        self.replacement = check_bool(replacement, "replacement", TypeValueError)
         try:
             weights_array = np.asarray(weights, dtype=np.float64)
         except (TypeError, ValueError) as err:
-            raise _TypeValueError(
+            raise TypeValueError(
                 f"weights must be a 1-d sequence of numbers, got {weights!r}; "
                 "pass a list or array of floats"
             ) from err
@@ -246,17 +243,17 @@ class WeightedRandomSampler(_StatefulSampler):
     def _check_weights(self) -> None:
         weights = self.weights
         if weights.size == 0 or not np.all(np.isfinite(weights)) or np.any(weights < 0):
-            raise _ValueRuntimeError(
+            raise ValueRuntimeError(
                 "weights must be finite and non-negative with at least one entry, got "
                 f"{weights!r}; fix the weights passed to WeightedRandomSampler"
             )
         if not np.any(weights > 0):
-            raise _ValueRuntimeError(
+            raise ValueRuntimeError(
                 "weights must not all be zero (their sum must be > 0); "
                 "give at least one index a positive weight"
             )
         if not self.replacement and self.num_samples > weights.size:
-            raise _ValueRuntimeError(
+            raise ValueRuntimeError(
                 f"cannot draw num_samples={self.num_samples} indices without replacement from "
                 f"{weights.size} weights; lower num_samples or use replacement=True"
             )
@@ -276,14 +273,10 @@ class WeightedRandomSampler(_StatefulSampler):
                 keys = weights / rng.standard_exponential(weights.size)
                 drawn = np.argsort(-keys, kind="stable")[: self.num_samples]
         else:
-            torch = sys.modules["torch"]
-            drawn = torch.multinomial(
-                torch.from_numpy(self.weights),
-                self.num_samples,
-                self.replacement,
-                generator=self.generator,
+            drawn = _torch.multinomial(
+                self.weights, self.num_samples, self.replacement, self.generator
             )
-        return record, _pieces(drawn[record.start :])
+        return record, pieces(drawn[record.start :])
 
     def __len__(self) -> int:
         """Return :attr:`num_samples`."""

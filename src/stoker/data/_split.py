@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import itertools
 import math
-import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
 import numpy as np
 
+from stoker import _torch
 from stoker.data._dataset import Dataset, Subset
-from stoker.data._generator import check_generator, fresh_seed, is_torch_generator, make_rng
+from stoker.data._generator import check_generator, fresh_seed, make_rng
 
 __all__ = ["random_split"]
 
@@ -98,9 +98,8 @@ def random_split(
     checked = check_generator(generator)
     total = len(dataset)  # type: ignore[arg-type]
     counts = _split_lengths(total, lengths)
-    if is_torch_generator(checked):
-        torch = sys.modules["torch"]
-        order: list[int] = torch.randperm(total, generator=checked).tolist()
+    if _torch.is_generator(checked):
+        order = _torch.randperm(total, checked)
     elif isinstance(checked, np.random.Generator):
         order = checked.permutation(total).tolist()
     else:

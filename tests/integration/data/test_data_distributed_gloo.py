@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from data_workers_helpers import SUPPORT
 
-HERE = Path(__file__).resolve().parent
-HELPER = str(HERE / "data_gloo_helpers.py")
+HELPER = str(Path(SUPPORT) / "data_gloo_helpers.py")
 N = 29
 STREAM = 37
 EPOCHS = 3
@@ -34,7 +34,7 @@ def _run_ranks(mode: str, world: int, tmp_path: Path) -> list[dict[str, Any]]:
     """Start ``world`` rank processes, wait for all (bounded), return their JSON results."""
     port = _free_port()
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [SUPPORT, env.get("PYTHONPATH")]))
     processes = []
     for rank in range(world):
         rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world))

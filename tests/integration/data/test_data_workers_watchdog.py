@@ -13,17 +13,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from data_workers_helpers import wait_all_gone
+from data_workers_helpers import SUPPORT, wait_all_gone
 
-from stoker.data._shm import segment_name, unlink_segments
-from stoker.data._watchdog import PARENT_GONE_EXIT, start_watchdog
+from stoker.data._workers.shm import segment_name, unlink_segments
+from stoker.data._workers.watchdog import PARENT_GONE_EXIT, start_watchdog
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm"),
     pytest.mark.filterwarnings("ignore:This process .* is multi-threaded:DeprecationWarning"),
 ]
 
-HERE = Path(__file__).resolve().parent
 
 # Batches 0 and 1 are large (8 samples of 32 KiB: they travel in slabs) and come at once;
 # every later sample sleeps 60 s. The main process never reads a reply, so each worker holds
@@ -64,7 +63,7 @@ def test_worker_stuck_in_getitem_ends_when_the_main_process_is_killed(
     """SIGKILL on the main process while both workers sleep in dataset[i] holding unmapped
     slabs: no worker lives after 5 s and none of their segment names is left after 10 s."""
     script = tmp_path / "main.py"
-    script.write_text(_MAIN_SCRIPT.format(here=str(HERE), method=start_method))
+    script.write_text(_MAIN_SCRIPT.format(here=SUPPORT, method=start_method))
     proc = subprocess.Popen(
         [sys.executable, str(script)],
         stdout=subprocess.PIPE,

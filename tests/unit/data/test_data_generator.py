@@ -1,25 +1,24 @@
-"""Tests for stoker.data._generator: checking generator=, drawing seeds, epoch records."""
+"""Tests for stoker.data._generator: checking generator=, drawing seeds, keyed streams."""
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 import numpy as np
 import pytest
 
+from stoker._torch import is_generator as is_torch_generator
 from stoker.data._generator import (
     SEED_MASK,
-    EpochClock,
-    EpochRecord,
+    GeneratorState,
     check_generator,
     derive_seed,
     draw_seed,
-    is_torch_generator,
     make_rng,
     resolve_generator,
-    track,
+    restore_generator,
+    save_generator,
 )
 
 
@@ -92,51 +91,25 @@ def test_make_rng_is_keyed_by_the_whole_tuple() -> None:
         make_rng(1.5)  # type: ignore[arg-type]
 
 
-def test_track_reports_the_offset_while_iterating() -> None:
-    """The record's offset counts the consumed indices across chunks, from its start."""
-    record = EpochRecord(index=0, start=2)
-    iterator = track(record, iter([[10, 11], [12, 13, 14]]))
-    assert record.offset() == 2
-    assert next(iterator) == 10
-    assert record.offset() == 3
-    assert [next(iterator) for _ in range(2)] == [11, 12]
-    assert record.offset() == 5
-    assert list(iterator) == [13, 14]
-    assert record.offset() == 7
+def test_generator_state_round_trips_and_refuses_another_kind() -> None:
+    """A NumPy or torch generator's saved state puts it back; another kind's is a ValueError."""
+    import torch
 
-
-@pytest.mark.parametrize("generator", [None, 9])
-def test_epoch_clock_state_round_trips_through_json(generator: object) -> None:
-    """A mid-epoch state survives JSON and makes a new clock resume the same epoch."""
-    clock = EpochClock(generator)
-    clock.begin()
-    record = clock.begin()
-    assert list(track(record, iter([[1, 2, 3]]))) == [1, 2, 3]
-    state = json.loads(json.dumps(clock.state({"sampler": "X"}, total=5)))
-    assert state["epoch"] == 1
-    assert state["offset"] == 3
-    other = EpochClock(generator)
-    other.load(state, {"sampler": "X"})
-    resumed = other.begin()
-    assert (resumed.index, resumed.seed, resumed.start) == (1, record.seed, 3)
-    assert other.begin().index == 2
-
-
-def test_epoch_clock_rejects_foreign_states() -> None:
-    """Wrong version, wrong fields, or a NumPy state for a non-NumPy generator are ValueErrors."""
-    clock = EpochClock(1)
-    state = clock.state({"sampler": "X", "length": 4}, total=4)
-    with pytest.raises(ValueError, match="length is 4 in the state but 5 here"):
-        clock.load(state, {"sampler": "X", "length": 5})
-    with pytest.raises(ValueError, match="state version must be 1"):
-        clock.load({**state, "version": 99}, {"sampler": "X", "length": 4})
-    numpy_state = EpochClock(np.random.default_rng(0)).state({}, total=1)
-    with pytest.raises(ValueError, match=r"numpy\.random\.Generator state"):
-        clock.load(numpy_state, {})
-    with pytest.raises(ValueError, match=r"state is missing \['offset'\]"):
-        clock.load({k: v for k, v in state.items() if k != "offset"}, {})
-    with pytest.raises(TypeError, match="state must be a dict"):
-        clock.load([], {})  # type: ignore[arg-type]
+    numpy_generator = np.random.default_rng(3)
+    saved = save_generator(numpy_generator)
+    first = numpy_generator.integers(1 << 30)
+    restore_generator(numpy_generator, saved, "this test")
+    assert numpy_generator.integers(1 << 30) == first
+    torch_generator = torch.Generator().manual_seed(4)
+    saved_torch = save_generator(torch_generator)
+    assert saved_torch.numpy is None
+    assert isinstance(saved_torch.torch, str)
+    drawn = torch.randint(100, (3,), generator=torch_generator).tolist()
+    restore_generator(torch_generator, saved_torch, "this test")
+    assert torch.randint(100, (3,), generator=torch_generator).tolist() == drawn
+    assert save_generator(None) == save_generator(5) == GeneratorState()
+    with pytest.raises(ValueError, match=r"fit this test: it holds a numpy\.random\.Generator"):
+        restore_generator(torch_generator, saved, "this test")
 
 
 def test_importing_stoker_data_does_not_import_torch() -> None:

@@ -253,6 +253,19 @@ def test_resume_with_torch_generator_replays_torch_draws() -> None:
     )
 
 
+def test_state_between_epochs_reproduces_the_next_fresh_epoch() -> None:
+    """With generator=None, a state taken between epochs fixes the next epoch's fresh seed."""
+    sampler = RandomSampler(range(20))
+    list(sampler)
+    state = json.loads(json.dumps(sampler.state_dict()))
+    assert state["seed"] is not None
+    following = list(sampler)
+    restored = RandomSampler(range(20))
+    restored.load_state_dict(state)
+    assert list(restored) == following
+    assert list(RandomSampler(range(20))) != following
+
+
 def test_random_sampler_state_is_small_and_has_an_offset() -> None:
     """The state names the sampler, epoch and offset and holds no per-index list."""
     sampler = RandomSampler(range(100_000), generator=1)

@@ -1,16 +1,17 @@
 """Ends a worker process whose main process is gone, even while the worker is busy in a fetch.
 
-A worker waiting for its next task notices a vanished main process by itself (its task wait
-wakes every :data:`PARENT_CHECK_INTERVAL` seconds and calls :func:`parent_alive`). A worker stuck
-in a long ``dataset[i]`` or ``collate_fn`` does not wait on its pipe, so without help it would
-live on, with its shared-memory names, until that call returned. :func:`start_watchdog` covers
-that case: a daemon thread in the worker checks every :data:`PARENT_CHECK_INTERVAL` seconds,
-and once the main process is gone it unlinks the worker's segment names
-(:func:`~stoker.data._shm.unlink_segments`) and ends the process at once with
+A worker waiting for its next task notices a vanished main process by itself: its task wait
+wakes every :data:`~stoker.data._workers.timeouts.PARENT_CHECK_INTERVAL` seconds and calls
+:func:`parent_alive`. A worker stuck in a long ``dataset[i]`` or ``collate_fn`` does not wait on
+its pipe, so without help it would live on, with its shared-memory names, until that call
+returned. :func:`start_watchdog` covers that case: a daemon thread in the worker makes the same
+check as often, and once the main process is gone it unlinks the worker's segment names
+(:func:`~stoker.data._workers.shm.unlink_segments`) and ends the process at once with
 ``os._exit(PARENT_GONE_EXIT)``. The thread needs the GIL for a moment per check, so a call that
 holds the GIL throughout (rare: ``time.sleep``, I/O and most NumPy work release it) delays it.
 A segment the worker's main thread creates between that unlink and the exit is removed by the
-next pool's :func:`~stoker.data._shm.sweep_orphans` (its main and worker pids are both gone).
+next pool's :func:`~stoker.data._workers.shm.sweep_orphans` (its main and worker pids are both
+gone).
 
 Linux's ``prctl(PR_SET_PDEATHSIG)`` is not used: it fires when the *thread* that started the
 worker ends (an iterator created in a short-lived thread would lose its workers), a forkserver
@@ -24,12 +25,10 @@ import os
 import threading
 import time
 
-from stoker.data._shm import SHM_DIR, process_alive, unlink_segments
+from stoker.data._workers.shm import SHM_DIR, process_alive, unlink_segments
+from stoker.data._workers.timeouts import PARENT_CHECK_INTERVAL
 
-__all__ = ["PARENT_CHECK_INTERVAL", "PARENT_GONE_EXIT", "parent_alive", "start_watchdog"]
-
-PARENT_CHECK_INTERVAL = 0.25
-"""Seconds between two checks that the main process lives."""
+__all__ = ["PARENT_GONE_EXIT", "parent_alive", "start_watchdog"]
 
 PARENT_GONE_EXIT = 86
 """Exit code of a worker ended by its watchdog because the main process was gone."""

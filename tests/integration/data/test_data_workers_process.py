@@ -9,16 +9,14 @@ import subprocess
 import sys
 import textwrap
 import time
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from data_workers_helpers import RangeDataset, wait_all_gone
+from data_workers_helpers import SUPPORT, RangeDataset, wait_all_gone
 
-from stoker.data import DataLoader
-from stoker.data import _shm as shm_module
-from stoker.data._shm import SharedMemoryFullError
+from stoker.data import DataLoader, SharedMemoryFullError
+from stoker.data._workers import shm as shm_module
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm"),
@@ -26,7 +24,6 @@ pytestmark = [
 ]
 
 WIDE = 4096  # float64 values per sample: 32 KiB, so a batch of 8 travels in a slab
-HERE = Path(__file__).resolve().parent
 
 
 def _segments(main_pid: int, worker_pid: int | None = None) -> list[str]:
@@ -131,7 +128,7 @@ _MAIN_SCRIPT = textwrap.dedent(
 @pytest.mark.parametrize("start_method", ["fork", "forkserver"])
 def test_main_process_killed_leaves_no_segment_and_no_worker(start_method: str) -> None:
     """SIGKILL on the main process while workers hold unmapped slabs: all names go within 10 s."""
-    script = _MAIN_SCRIPT.format(here=str(HERE), wide=WIDE, method=start_method)
+    script = _MAIN_SCRIPT.format(here=SUPPORT, wide=WIDE, method=start_method)
     with subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     ) as proc:

@@ -1,26 +1,29 @@
-"""Process transport: starts worker processes, carries messages both ways, notices dead ones.
+"""Process workers: the process host, its entry point, and the pool that starts and watches them.
 
-Each worker gets its own task pipe (written by :class:`~stoker.data._taskpipe.TaskPipe` from the
-calling thread without ever blocking) and its own one-way result pipe (the worker pickles each
-reply and writes it; no lock is shared between workers, so a worker killed mid-write cannot block
-another). The main process waits on every result pipe and every process sentinel at once, as
-:func:`multiprocessing.connection.wait` does but with one :func:`select.poll` object kept for the
-pool's life (and each worker waits on its task pipe with its own), so a reply and a death are
-both noticed at once, without busy polling, and every wait takes a deadline.
+Each worker gets its own task pipe (written by :class:`~stoker.data._workers.taskpipe.TaskPipe`
+from the calling thread without ever blocking) and its own one-way result pipe (the worker
+pickles each reply and writes it; no lock is shared between workers, so a worker killed
+mid-write cannot block another). The main process waits on every result pipe and every process
+sentinel at once, as :func:`multiprocessing.connection.wait` does but with one
+:func:`select.poll` object kept for the pool's life (and each worker waits on its task pipe with
+its own), so a reply and a death are both noticed at once, without busy polling, and every wait
+takes a deadline.
 
 Workers run :func:`process_main`: they ignore SIGINT (the main process decides when they stop),
-and while waiting for indices they check every :data:`PARENT_CHECK_INTERVAL` seconds that the
-main process is still alive (their parent pid is unchanged, and the main process is neither gone
-nor a zombie according to ``/proc``; a forkserver worker's parent is the fork server, which can
-outlive the main process). A watchdog thread (:mod:`stoker.data._watchdog`) makes the same check
+and while waiting for tasks they check every
+:data:`~stoker.data._workers.timeouts.PARENT_CHECK_INTERVAL` seconds that the main process is
+still alive (their parent pid is unchanged, and the main process is neither gone nor a zombie
+according to ``/proc``; a forkserver worker's parent is the fork server, which can outlive the
+main process). A watchdog thread (:mod:`stoker.data._workers.watchdog`) makes the same check
 while the worker is busy in a fetch, so a main process killed outright leaves no worker behind.
 
-Large batches travel in shared-memory slabs (:mod:`stoker.data._slabs`): the worker's
-:class:`~stoker.data._slabs.SlabWriter` pickles each reply, the pool's
-:class:`~stoker.data._slabs.SlabReader` for that worker unpickles it, and slab ids freed in the
-main process ride along with the next task sent to their worker. A worker unlinks its segment
-names when it exits, the pool unlinks a worker's names when the worker dies or stops, and every
-new pool sweeps names left by processes that no longer exist (:mod:`stoker.data._shm`).
+Large batches travel in shared-memory slabs (:mod:`stoker.data._workers.slabs`): the worker's
+:class:`~stoker.data._workers.slabs.SlabWriter` pickles each reply, the pool's
+:class:`~stoker.data._workers.slabs.SlabReader` for that worker unpickles it, and slab ids freed
+in the main process ride along with the next task sent to their worker (``Task.released``). A
+worker unlinks its segment names when it exits, the pool unlinks a worker's names when the
+worker dies or stops, and every new pool sweeps names left by processes that no longer exist
+(:mod:`stoker.data._workers.shm`).
 
 Fast start: with spawn and forkserver the worker setup (dataset, collate_fn, worker_init_fn) is
 pickled once, not once per worker, and reaches each worker as the first message on its task
@@ -31,7 +34,6 @@ for a child to read a large payload and the workers boot in parallel.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import math
 import os
 import pickle
@@ -46,26 +48,24 @@ from typing import Any
 
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
-from stoker.data._shm import sweep_orphans, unlink_segments
-from stoker.data._slabs import SlabReader, SlabWriter
-from stoker.data._taskpipe import TaskPipe, grow_pipe
-from stoker.data._watchdog import PARENT_CHECK_INTERVAL, parent_alive, start_watchdog
-from stoker.data._worker import (
-    STOP,
-    Reply,
-    WorkerInfo,
-    WorkerSetup,
-    seed_process_rngs,
-    set_process_worker_info,
-    worker_loop,
+from stoker.data._workers.info import WorkerInfo, seed_process_rngs, set_process_worker_info
+from stoker.data._workers.loop import worker_loop
+from stoker.data._workers.protocol import STOP, Command, Reply, Task, WorkerSetup
+from stoker.data._workers.shm import sweep_orphans, unlink_segments
+from stoker.data._workers.slabs import SlabReader, SlabWriter
+from stoker.data._workers.taskpipe import TaskPipe, grow_pipe
+from stoker.data._workers.timeouts import (
+    DEAD_JOIN,
+    HELPER_RECHECK,
+    KILL_GRACE,
+    PARENT_CHECK_INTERVAL,
+    STOP_GRACE,
 )
+from stoker.data._workers.watchdog import parent_alive, start_watchdog
 
-__all__ = ["PARENT_CHECK_INTERVAL", "ProcessHost", "ProcessPool", "describe_exit", "process_main"]
+__all__ = ["ProcessHost", "ProcessPool", "describe_exit", "process_main"]
 
 _PARENT_CHECK_MS = math.ceil(PARENT_CHECK_INTERVAL * 1000)
-
-STOP_GRACE = 1.0
-"""Seconds :meth:`ProcessPool.shutdown` lets workers exit on their own before terminating them."""
 
 
 def describe_exit(exitcode: int | None) -> str:
@@ -82,10 +82,9 @@ def describe_exit(exitcode: int | None) -> str:
 
 
 class ProcessHost:
-    """The worker side of the process transport (see :class:`~stoker.data._worker.WorkerHost`)."""
+    """The worker side of process workers (see :class:`~stoker.data._workers.loop.WorkerHost`)."""
 
     worker_method = "multiprocessing"
-    carries_meta = True
 
     def __init__(
         self, task_conn: connection.Connection, result_conn: connection.Connection, main_pid: int
@@ -121,7 +120,8 @@ class ProcessHost:
         start_watchdog(self._main_pid, self._parent_pid)
 
     def receive_raw(self) -> Any:
-        """Return the next message as sent, or STOP once the main process is gone."""
+        """Return the next message as sent (the setup, a task, a command), or STOP once the
+        main process is gone."""
         while True:
             try:
                 if self._task_poll.poll(_PARENT_CHECK_MS):
@@ -131,17 +131,16 @@ class ProcessHost:
             if not self.parent_alive():
                 return STOP
 
-    def receive(self) -> Any:
-        """Return the next message (taking back released slabs), or STOP."""
-        message = self.receive_raw()
-        if type(message) is tuple and len(message) == 3:
-            self.slabs.release(message[2])
-            return message[:2]
+    def receive(self) -> Task | Command:
+        """Return the next task (taking back the slabs it releases) or command, or STOP."""
+        message: Task | Command = self.receive_raw()
+        if type(message) is Task and message.released:
+            self.slabs.release(message.released)
         return message
 
-    def send(self, message: Reply) -> None:
-        """Pickle ``message`` (pickling errors propagate) and write it to the result pipe."""
-        self._conn.send_bytes(self.slabs.encode(message))
+    def send(self, reply: Reply) -> None:
+        """Pickle ``reply`` (pickling errors propagate) and write it to the result pipe."""
+        self._conn.send_bytes(self.slabs.encode(reply))
 
 
 def process_main(
@@ -157,7 +156,7 @@ def process_main(
 
     ``setup`` is None when it comes pickled as the first message on the task pipe (spawn
     and forkserver), and is then completed with ``worker_id`` and ``resume_state``. The
-    process ends with exit code :data:`~stoker.data._watchdog.PARENT_GONE_EXIT` when its
+    process ends with exit code :data:`~stoker.data._workers.watchdog.PARENT_GONE_EXIT` when its
     watchdog finds the main process gone.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -168,7 +167,7 @@ def process_main(
             shared = host.receive_raw()
             if not isinstance(shared, WorkerSetup):
                 return
-            setup = dataclasses.replace(shared, worker_id=worker_id, resume_state=resume_state)
+            setup = shared._replace(worker_id=worker_id, resume_state=resume_state)
         worker_loop(setup, host)
     finally:
         host.slabs.close()
@@ -178,14 +177,15 @@ def process_main(
 
 
 class ProcessPool:
-    """The main side of the process transport: one process, task pipe and result pipe each."""
+    """The main side of process workers: one process, task pipe and result pipe each."""
 
     def __init__(self, context: BaseContext, setups: list[WorkerSetup]) -> None:
         """Start one worker process per setup.
 
         Args:
             context: the multiprocessing context (fork, spawn or forkserver).
-            setups: one :class:`~stoker.data._worker.WorkerSetup` per worker, in id order.
+            setups: one :class:`~stoker.data._workers.protocol.WorkerSetup` per worker, in id
+                order.
         """
         self.processes: list[Any] = []
         self.task_pipes: list[TaskPipe] = []
@@ -202,7 +202,7 @@ class ProcessPool:
             shared = None
             if setups and context.get_start_method() != "fork":
                 # one blob for all: what differs per worker travels with Process.start
-                common = dataclasses.replace(setups[0], resume_state=None)
+                common = setups[0]._replace(resume_state=None)
                 shared = self._pickle_once(context, common)
             for setup in setups:
                 self._start_one(context, setup, shared)
@@ -259,16 +259,17 @@ class ProcessPool:
         """The worker processes' ids, by worker id."""
         return [int(p.pid) for p in self.processes]
 
-    def send(self, worker_id: int, message: Any) -> None:
+    def send(self, worker_id: int, message: Task | Command) -> None:
         """Send ``message`` to worker ``worker_id``; never blocks (see TaskPipe).
 
-        The message is pickled here, in the calling thread, so an index that cannot be pickled
-        raises TypeError now.
+        A task takes along the slabs of that worker freed since the last one. The message is
+        pickled here, in the calling thread, so an index that cannot be pickled raises
+        TypeError now.
         """
-        if type(message) is tuple:
+        if type(message) is Task:
             released = self.readers[worker_id].take_released()
             if released:
-                message = (*message, released)
+                message = Task(message.task_id, message.index, released)
         try:
             payload = bytes(ForkingPickler.dumps(message))
         except Exception as err:
@@ -278,7 +279,7 @@ class ProcessPool:
             ) from err
         self.task_pipes[worker_id].send(payload)
 
-    def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
+    def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:
         """Wait up to ``timeout`` seconds for replies or deaths.
 
         Returns:
@@ -289,9 +290,9 @@ class ProcessPool:
             if pipe.busy:
                 pipe.flush()
                 if pipe.busy:  # a helper thread is writing: look again soon
-                    timeout = min(timeout, 0.01)
+                    timeout = min(timeout, HELPER_RECHECK)
         ready = self._ready(timeout)
-        replies: list[tuple[int, Any]] = []
+        replies: list[tuple[int, Reply]] = []
         dead: set[int] = set()
         for item in ready:
             worker_id = self._owner_of[item]
@@ -304,7 +305,7 @@ class ProcessPool:
                 dead.add(worker_id)
         for worker_id in sorted(dead):
             replies.extend((worker_id, reply) for reply in self._drain(worker_id))
-            self.processes[worker_id].join(timeout=1.0)
+            self.processes[worker_id].join(timeout=DEAD_JOIN)
         return replies, sorted(dead)
 
     def _ready(self, timeout: float) -> list[Any]:
@@ -329,7 +330,7 @@ class ProcessPool:
         self.task_pipes[worker_id].acknowledge()
         return self.readers[worker_id].decode(data)
 
-    def _drain(self, worker_id: int) -> list[Any]:
+    def _drain(self, worker_id: int) -> list[Reply]:
         conn = self.result_conns[worker_id]
         found = []
         with contextlib.suppress(EOFError, OSError):
@@ -357,7 +358,8 @@ class ProcessPool:
     def shutdown(self, grace: float = STOP_GRACE) -> None:
         """Stop every worker: ask, wait up to ``grace`` seconds, then SIGTERM, then SIGKILL.
 
-        Safe to call more than once and from a finalizer; returns within about ``grace + 2`` s.
+        Safe to call more than once and from a finalizer; returns within about ``grace`` plus
+        twice :data:`~stoker.data._workers.timeouts.KILL_GRACE`.
         """
         if self.closed:
             return
@@ -379,7 +381,7 @@ class ProcessPool:
             for process in alive:
                 with contextlib.suppress(OSError):
                     getattr(process, stop)()
-            deadline = time.monotonic() + 1.0
+            deadline = time.monotonic() + KILL_GRACE
             for process in alive:
                 process.join(timeout=max(0.0, deadline - time.monotonic()))
         for conn in self.result_conns:

@@ -1,130 +1,100 @@
-"""Iteration with worker processes: dispatching tasks, ordering replies, failures, shutdown.
+"""Iteration with workers, threads or processes: dispatching tasks, ordering replies, failures.
 
-Each batch is a *task* ``(task_id, index)`` sent to one worker; ids count up from 0 each epoch.
-At most ``prefetch_factor * num_workers`` tasks are out (sent and not yet yielded) at a time:
-the loader fills that window when an epoch starts and sends one more task each time it yields
-a batch (or a worker reports its iterable replica exhausted). With ``in_order=True`` tasks go to
-the workers round-robin and batches are yielded in task order, later ones waiting in a reorder
-buffer; with ``in_order=False`` a task goes to the next worker with room and each batch is
-yielded as soon as it arrives.
+Each batch is a :class:`~stoker.data._workers.protocol.Task` ``(task_id, index)`` sent to one
+worker; ids count up from 0 each epoch. At most ``prefetch_factor * num_workers`` tasks are out
+(sent and not yet yielded) at a time: the loader fills that window when an epoch starts and
+sends one more task each time it yields a batch (or a worker reports its iterable replica
+exhausted). With ``in_order=True`` tasks go to the workers round-robin and batches are yielded
+in task order, later ones waiting in a reorder buffer; with ``in_order=False`` a task goes to
+the next worker with room and each batch is yielded as soon as it arrives.
 
-Every wait for replies lasts at most :data:`CHECK_INTERVAL` seconds at a time and watches the
-workers' process sentinels too, so a dead worker raises RuntimeError naming its pid, exit
-code or signal and the indices it held, and ``timeout`` raises RuntimeError naming the timeout.
-A failure inside a worker re-raises in order, with its original type; the iterator stays usable.
-Workers stop at the end of the epoch (unless persistent), on :meth:`close`, when the iterator is
-garbage collected, and at interpreter exit (a :func:`weakref.finalize` owns the shutdown).
+Every wait for replies lasts at most :data:`~stoker.data._workers.timeouts.CHECK_INTERVAL`
+seconds at a time and watches the workers' liveness too, so a dead worker raises RuntimeError
+naming its pid, exit code or signal and the indices it held, and ``timeout`` raises RuntimeError
+naming the timeout. A failure inside a worker re-raises in order, with its original type; the
+iterator stays usable. Workers stop at the end of the epoch (unless persistent), on
+:meth:`WorkerIter.close`, when the iterator is garbage collected, and at interpreter exit (a
+:func:`weakref.finalize` owns the shutdown).
 
-Workers are processes (:class:`~stoker.data._transport.ProcessPool`) or, with
-``worker_type="thread"``, threads (:class:`~stoker.data._threads.ThreadPool`); the bookkeeping
-here is the same for both. Each reply's ``meta`` carries the worker's busy time (added to the
-loader's :class:`~stoker.data._stats.LoaderStats`) and, for an IterableDataset with a
-``state_dict()``, the replica's state right after the batch: it becomes
-``last_worker_state[worker_id]`` when that batch is yielded (and when the worker reports its
-replica exhausted). With the worker that delivered last and the workers already exhausted, these
-states let a checkpoint resume an IterableDataset exactly (see docs/design/resume.md): a resumed
-iterator hands each worker its saved state in its ``WorkerSetup`` and starts the round-robin at
-the worker that was next.
+Workers are processes or, with ``worker_type="thread"``, threads (see
+:mod:`stoker.data._workers.pool`); the bookkeeping here is the same for both. Each reply's
+``meta`` carries the worker's busy time (added to the loader's
+:class:`~stoker.data._stats.LoaderStats`) and, for an IterableDataset with a ``state_dict()``,
+the replica's state right after the batch: it becomes ``last_worker_state[worker_id]`` when
+that batch is yielded (and when the worker reports its replica exhausted). With the worker that
+delivered last and the workers already exhausted, these states let a checkpoint resume an
+IterableDataset exactly (see docs/design/resume.md): a resumed iterator hands each worker its
+saved state in its ``WorkerSetup`` and starts the round-robin at the worker that was next.
 """
 
 from __future__ import annotations
 
 import itertools
-import multiprocessing
 import time
 import warnings
 import weakref
 from collections.abc import Callable, Iterator
-from multiprocessing.context import BaseContext
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from stoker.data._errors import short_repr
-from stoker.data._iter_single import LoaderIter
+from stoker.data._iter import LoaderIter
+from stoker.data._plan import LoaderPlan
+from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
-from stoker.data._threads import ThreadPool
-from stoker.data._transport import ProcessPool
-from stoker.data._worker import BATCH, EXHAUSTED, FAILED, RESET, RESET_DONE, Reply, WorkerSetup
+from stoker.data._workers import (
+    BATCH,
+    CHECK_INTERVAL,
+    EXHAUSTED,
+    FAILED,
+    NO_STATE,
+    RESET,
+    RESET_DONE,
+    Meta,
+    Reply,
+    Status,
+    Task,
+    WorkerSetup,
+    start_pool,
+)
 
-if TYPE_CHECKING:
-    from stoker.data._loader import DataLoader
-
-__all__ = ["CHECK_INTERVAL", "MultiProcessIter", "WorkerPool", "start_pool"]
-
-CHECK_INTERVAL = 1.0
-"""Longest single wait for replies before the deadline is checked again."""
-
-
-class WorkerPool(Protocol):
-    """The main side of a transport: what the iterator needs from its workers."""
-
-    @property
-    def pids(self) -> list[int]:
-        """Process ids of the workers, by worker id."""
-
-    def send(self, worker_id: int, message: Any) -> None:
-        """Queue a message for one worker without blocking."""
-
-    def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
-        """Wait up to ``timeout`` s; return ``(worker_id, reply)`` pairs and dead worker ids."""
-
-    def describe(self, worker_id: int) -> str:
-        """Name a worker and say how it ended."""
-
-    def shutdown(self) -> None:
-        """Stop every worker within a few seconds; idempotent."""
-
-    @property
-    def bytes_inline(self) -> int:
-        """Bytes received through pipes (pickled replies)."""
-
-    @property
-    def bytes_in_slabs(self) -> int:
-        """Bytes of batch arrays received through shared-memory slabs."""
-
-    @property
-    def slabs_in_use(self) -> int:
-        """Slabs whose batch is still alive in the main process."""
+__all__ = ["WorkerIter"]
 
 
-def start_pool(
-    context: BaseContext | None, setups: list[WorkerSetup], worker_type: str = "process"
-) -> WorkerPool:
-    """Start the workers for ``setups``: threads, or processes with ``context`` (or the default)."""
-    if worker_type == "thread":
-        return ThreadPool(setups)
-    return ProcessPool(context or multiprocessing.get_context(), setups)
+class WorkerIter(LoaderIter):
+    """Fetches batches in worker threads or processes; see the module docstring."""
 
+    def __init__(self, plan: LoaderPlan, tracker: ResumeTracker, stats: LoaderStats) -> None:
+        """Start the workers of ``plan`` and fill the prefetch window of the first epoch.
 
-class MultiProcessIter(LoaderIter):
-    """Fetches batches in worker processes; see the module docstring for the protocol."""
-
-    def __init__(self, loader: DataLoader[Any]) -> None:
-        super().__init__(loader)
-        self._prefetch_factor = int(loader.prefetch_factor or 2)
-        self._in_order = bool(loader.in_order)
-        self._persistent = bool(loader.persistent_workers)
+        Args:
+            plan: what to load and how.
+            tracker: the loader's resume tracker (epoch progress, restored positions).
+            stats: the loader's counters, which this iterator adds to.
+        """
+        super().__init__(plan, tracker)
+        self._prefetch_factor = plan.prefetch_factor
+        self._in_order = plan.in_order
+        self._persistent = plan.persistent_workers
         resume = self._progress.resume
         setups = [
             WorkerSetup(
-                dataset=self._dataset,
-                iterable=self._iterable,
-                auto_collation=self._auto_collation,
-                collate_fn=self._collate_fn,
-                drop_last=self._drop_last,
+                dataset=plan.dataset,
+                iterable=plan.iterable,
+                auto_collation=plan.auto_collation,
+                collate_fn=plan.collate_fn,
+                drop_last=plan.drop_last,
                 base_seed=self._base_seed,
                 worker_id=worker_id,
-                num_workers=self._num_workers,
-                init_fn=loader.worker_init_fn,
+                num_workers=plan.num_workers,
+                init_fn=plan.worker_init_fn,
                 resume_state=None if resume is None else resume["workers"][worker_id],
             )
-            for worker_id in range(self._num_workers)
+            for worker_id in range(plan.num_workers)
         ]
-        self._stats: LoaderStats = getattr(loader, "_stats", None) or LoaderStats()
+        self._stats = stats
         self._pending_state: dict[int, Any] = {}
         started = time.perf_counter()
-        self._pool = start_pool(
-            loader.multiprocessing_context, setups, getattr(loader, "worker_type", "process")
-        )
+        self._pool = start_pool(plan.multiprocessing_context, setups, plan.worker_type)
         self._stats.start_seconds += time.perf_counter() - started
         self._stats.attach(self._pool)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
@@ -132,7 +102,7 @@ class MultiProcessIter(LoaderIter):
 
     @property
     def worker_pids(self) -> list[int]:
-        """The worker processes' ids, by worker id."""
+        """The workers' process ids, by worker id (this process's, for thread workers)."""
         return self._pool.pids
 
     @property
@@ -148,7 +118,7 @@ class MultiProcessIter(LoaderIter):
         self._send_idx = 0
         self._rcvd_idx = 0
         self._tasks: dict[int, tuple[int, Any]] = {}
-        self._ready: dict[int, tuple[int, Any, Any]] = {}
+        self._ready: dict[int, tuple[Status, Any, Meta]] = {}
         self._load = [0] * self._num_workers
         # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
         # was next, and workers whose replica had ended get no task.
@@ -182,7 +152,7 @@ class MultiProcessIter(LoaderIter):
         except StopIteration:
             return
         task_id = self._send_idx
-        self._pool.send(worker_id, (task_id, index))
+        self._pool.send(worker_id, Task(task_id, index))
         self._tasks[task_id] = (worker_id, index)
         self._load[worker_id] += 1
         self._send_idx += 1
@@ -210,14 +180,14 @@ class MultiProcessIter(LoaderIter):
             self._rcvd_idx = task_id + 1
         progress = self._progress
         progress.last_worker = worker_id
-        if meta is not None:
-            if meta.get("ended"):
+        if self._iterable:
+            if meta.ended:
                 progress.exhausted.add(worker_id)
-            if "worker_state" in meta:
-                progress.worker_states[worker_id] = meta["worker_state"]
-            elif "worker_state_error" in meta:
+            if meta.worker_state is not NO_STATE:
+                progress.worker_states[worker_id] = meta.worker_state
+            elif meta.state_error is not None:
                 progress.states_failed = True
-                failure = meta["worker_state_error"]
+                failure = meta.state_error
                 warnings.warn(
                     f"the IterableDataset's state_dict() failed in worker {worker_id}, so its "
                     f"state was not recorded with this batch: {failure.describe()}",
@@ -227,7 +197,7 @@ class MultiProcessIter(LoaderIter):
         self._apply_pending_state(worker_id)
         self._stats.batches_served += 1
         self._dispatch()
-        if status == FAILED:
+        if status is FAILED:
             payload.reraise()
         return payload
 
@@ -241,19 +211,18 @@ class MultiProcessIter(LoaderIter):
 
     def _handle_reply(self, worker_id: int, reply: Reply) -> None:
         task_id, status, payload, meta = reply
-        if meta is not None:
-            self._stats.add_busy(worker_id, meta.get("busy", 0.0))
+        self._stats.add_busy(worker_id, meta.busy)
         if task_id not in self._tasks:
             return
-        if status == EXHAUSTED:
+        if status is EXHAUSTED:
             self._active[worker_id] = False
             del self._tasks[task_id]
             self._load[worker_id] -= 1
-            if meta is not None and "worker_state" in meta:
-                self._pending_state[worker_id] = meta["worker_state"]
+            if meta.worker_state is not NO_STATE:
+                self._pending_state[worker_id] = meta.worker_state
                 self._apply_pending_state(worker_id)
             self._dispatch()
-        elif status in (BATCH, FAILED):
+        elif status is BATCH or status is FAILED:
             self._ready[task_id] = (status, payload, meta)
 
     def _wait(self, handle: Callable[[int, Reply], None]) -> None:
@@ -323,9 +292,9 @@ class MultiProcessIter(LoaderIter):
             f"waiting for {what}; raise timeout, or pass timeout=0 to wait without a limit"
         )
 
-    def _reset(self, loader: DataLoader[Any]) -> None:
+    def _reset(self, plan: LoaderPlan) -> None:
         """Start a new epoch on the same workers: reset each, discard stale replies."""
-        super()._reset(loader)
+        super()._reset(plan)
         if self._closed:
             raise RuntimeError(
                 "cannot reset a closed DataLoader iterator; call iter(loader) for a new one"
@@ -335,7 +304,7 @@ class MultiProcessIter(LoaderIter):
         waiting = set(range(self._num_workers))
 
         def on_reply(worker_id: int, reply: Reply) -> None:
-            if reply[1] == RESET_DONE:
+            if reply.status is RESET_DONE:
                 waiting.discard(worker_id)
 
         while waiting:

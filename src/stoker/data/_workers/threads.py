@@ -1,11 +1,13 @@
-"""Thread transport: runs the one worker loop in threads of the main process.
+"""Thread workers: the thread host and pool that run the one worker loop in this process.
 
 ``DataLoader(..., worker_type="thread")`` starts ``num_workers`` daemon threads, each running
-:func:`~stoker.data._worker.worker_loop` with a :class:`ThreadHost`. Tasks reach a thread
+:func:`~stoker.data._workers.loop.worker_loop` with a :class:`ThreadHost`. Tasks reach a thread
 through its own :class:`queue.Queue`; replies come back on one shared queue as
 ``(worker_id, reply)``. Batches are handed over as objects: no pickling, no copy, no shared
-memory. The dispatching, ordering and failure handling are the process transport's, so the
-batches and their order are the same as with processes.
+memory. The dispatching, ordering and failure handling are the main side's
+(:mod:`stoker.data._iter_workers`), the same for both kinds, so the batches and their order are
+the same as with processes. A thread whose loop returns leaves an ``ENDED`` reply, which the
+pool reports like a dead process.
 
 Differences from process workers, all because threads share one process:
 
@@ -16,8 +18,9 @@ Differences from process workers, all because threads share one process:
 * process-wide generators are not reseeded: ``WorkerInfo.rng`` holds this worker's own
   ``random.Random`` and ``numpy.random.Generator`` (keys ``"random"`` and ``"numpy"``), both
   seeded with ``WorkerInfo.seed``;
-* a thread cannot be killed: :meth:`ThreadPool.shutdown` asks each to stop and waits a bounded
-  time; a thread stuck in ``__getitem__`` is left to finish as a daemon;
+* a thread cannot be killed: :meth:`ThreadPool.shutdown` asks each to stop and waits up to
+  :data:`~stoker.data._workers.timeouts.STOP_GRACE`; a thread stuck in ``__getitem__`` is left
+  to finish as a daemon;
 * CPU-bound pure-Python ``__getitem__`` code holds the GIL, so threads help when the work
   releases it (NumPy, decoding, file and network I/O).
 """
@@ -26,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import os
 import queue
 import random
@@ -37,28 +39,34 @@ from typing import Any
 
 import numpy as np
 
-from stoker.data._worker import (
+from stoker.data._workers.info import WorkerInfo, set_thread_worker_info
+from stoker.data._workers.loop import worker_loop
+from stoker.data._workers.protocol import (
+    ENDED,
+    NO_TASK,
     STOP,
+    Command,
+    Meta,
     Reply,
-    WorkerInfo,
+    Task,
     WorkerSetup,
-    set_thread_worker_info,
-    worker_loop,
 )
+from stoker.data._workers.timeouts import STOP_GRACE
 
 __all__ = ["ThreadHost", "ThreadPool"]
 
-_STOP_GRACE = 1.0
-_ENDED = -2  # status of the pseudo-reply a thread leaves when its loop returns
+_Results = queue.Queue[tuple[int, Reply]]
+"""The queue every thread puts its ``(worker_id, reply)`` pairs on."""
 
 
 class ThreadHost:
-    """The worker side of the thread transport (see :class:`~stoker.data._worker.WorkerHost`)."""
+    """The worker side of thread workers (see :class:`~stoker.data._workers.loop.WorkerHost`)."""
 
     worker_method = "threading"
-    carries_meta = True
 
-    def __init__(self, worker_id: int, tasks: queue.Queue[Any], results: queue.Queue[Any]) -> None:
+    def __init__(
+        self, worker_id: int, tasks: queue.Queue[Task | Command], results: _Results
+    ) -> None:
         self._worker_id = worker_id
         self._tasks = tasks
         self._results = results
@@ -82,21 +90,22 @@ class ThreadHost:
         """Keep ``collate_fn``: batches are handed over as objects."""
         return collate_fn
 
-    def receive(self) -> Any:
+    def receive(self) -> Task | Command:
         """Return the next message (blocks; the pool always ends with STOP)."""
-        return self._tasks.get()
+        message: Task | Command = self._tasks.get()
+        return message
 
-    def send(self, message: Reply) -> None:
-        """Hand ``message`` to the main thread."""
-        self._results.put((self._worker_id, message))
+    def send(self, reply: Reply) -> None:
+        """Hand ``reply`` to the main thread."""
+        self._results.put((self._worker_id, reply))
 
 
-def _thread_main(setup: WorkerSetup, host: ThreadHost, results: queue.Queue[Any]) -> None:
+def _thread_main(setup: WorkerSetup, host: ThreadHost, results: _Results) -> None:
     try:
         worker_loop(setup, host)
     finally:
         set_thread_worker_info(None)
-        results.put((setup.worker_id, (-1, _ENDED, None, None)))
+        results.put((setup.worker_id, Reply(NO_TASK, ENDED, None, Meta())))
 
 
 def _own_copy(dataset: Any) -> Any:
@@ -107,12 +116,12 @@ def _own_copy(dataset: Any) -> Any:
 
 
 class ThreadPool:
-    """The main side of the thread transport: one thread and task queue per worker."""
+    """The main side of thread workers: one thread and task queue per worker."""
 
     def __init__(self, setups: list[WorkerSetup]) -> None:
         """Start one daemon thread per setup."""
-        self._results: queue.Queue[Any] = queue.Queue()
-        self._tasks: list[queue.Queue[Any]] = []
+        self._results: _Results = queue.Queue()
+        self._tasks: list[queue.Queue[Task | Command]] = []
         self.threads: list[threading.Thread] = []
         self._stopping = False
         self._ended: set[int] = set()
@@ -121,8 +130,8 @@ class ThreadPool:
         self.bytes_in_slabs = 0
         self.slabs_in_use = 0
         for shared in setups:
-            setup = dataclasses.replace(shared, dataset=_own_copy(shared.dataset))
-            tasks: queue.Queue[Any] = queue.Queue()
+            setup = shared._replace(dataset=_own_copy(shared.dataset))
+            tasks: queue.Queue[Task | Command] = queue.Queue()
             host = ThreadHost(setup.worker_id, tasks, self._results)
             thread = threading.Thread(
                 target=_thread_main,
@@ -139,13 +148,13 @@ class ThreadPool:
         """The process id (this process) once per worker."""
         return [os.getpid()] * len(self.threads)
 
-    def send(self, worker_id: int, message: Any) -> None:
+    def send(self, worker_id: int, message: Task | Command) -> None:
         """Queue ``message`` for worker thread ``worker_id``."""
         self._tasks[worker_id].put(message)
 
-    def receive(self, timeout: float) -> tuple[list[tuple[int, Any]], list[int]]:
+    def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:
         """Wait up to ``timeout`` seconds for replies; report threads that ended on their own."""
-        replies: list[tuple[int, Any]] = []
+        replies: list[tuple[int, Reply]] = []
         try:
             item = self._results.get(timeout=max(timeout, 0.0))
         except queue.Empty:
@@ -156,7 +165,7 @@ class ThreadPool:
                 items.append(self._results.get_nowait())
         dead = []
         for worker_id, reply in items:
-            if reply[1] == _ENDED:
+            if reply.status is ENDED:
                 self._ended.add(worker_id)
                 if not self._stopping:
                     dead.append(worker_id)
@@ -170,7 +179,7 @@ class ThreadPool:
         state = "is running" if thread.is_alive() else "ended (an exception escaped its loop)"
         return f"worker {worker_id} (thread {thread.name} in pid {os.getpid()}) {state}"
 
-    def shutdown(self, grace: float = _STOP_GRACE) -> None:
+    def shutdown(self, grace: float = STOP_GRACE) -> None:
         """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent."""
         if self.closed:
             return

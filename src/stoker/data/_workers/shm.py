@@ -42,7 +42,20 @@ SEGMENT_PREFIX = "stoker-data-"
 
 
 class SharedMemoryFullError(RuntimeError):
-    """``/dev/shm`` has no room for a slab; raised instead of a bus error."""
+    """``/dev/shm`` has no room for a shared-memory slab; raised instead of a bus error.
+
+    Process workers (the default ``worker_type="process"``) send large batches through
+    shared-memory slabs in ``/dev/shm``. A worker reserves every page of a new slab before it
+    writes into it, so a full ``/dev/shm`` raises this error instead of killing the worker with
+    SIGBUS on first touch. It is raised in the worker while it collates or sends the batch that
+    needed the slab, and re-raised in the main process in place of that batch, like any worker
+    error (with the worker id and the worker's traceback); the message names the size asked and
+    the space free. It is a ``RuntimeError``.
+
+    To fix it, give ``/dev/shm`` more room (``docker run --shm-size=2g``, or
+    ``mount -o remount,size=4G /dev/shm``), load smaller batches or run fewer workers, or pass
+    ``worker_type="thread"``, whose batches never leave the process.
+    """
 
 
 def segment_name(main_pid: int, worker_pid: int, serial: int) -> str:

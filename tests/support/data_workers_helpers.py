@@ -15,11 +15,15 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from stoker.data import Dataset, IterableDataset, get_worker_info
+from stoker.data import Dataset, IterableDataset, SharedMemoryFullError, get_worker_info
+
+SUPPORT = str(Path(__file__).resolve().parent)
+"""This folder (pytest's ``pythonpath``): scripts run in a fresh interpreter add it to sys.path."""
 
 START_METHODS = ["fork", "spawn", "forkserver"]
 WORKER_KINDS = ["process", "thread"]
@@ -108,7 +112,12 @@ class NeedsTwoArgs(Exception):
 
 
 class FailingDataset(RangeDataset):
-    """Raises an exception of the chosen kind at index ``bad``."""
+    """Raises an exception of the chosen kind at index ``bad``.
+
+    Kinds: ``"value"`` (ValueError), ``"key"`` (KeyError), ``"public"`` (stoker.data's
+    SharedMemoryFullError, a type the main process finds by its public path), anything else
+    :class:`NeedsTwoArgs`.
+    """
 
     def __init__(self, n: int, bad: int, kind: str = "value") -> None:
         super().__init__(n)
@@ -121,6 +130,8 @@ class FailingDataset(RangeDataset):
                 raise ValueError(f"sample {index} is broken")
             if self.kind == "key":
                 raise KeyError(f"missing-{index}")
+            if self.kind == "public":
+                raise SharedMemoryFullError(f"no room for sample {index}")
             raise NeedsTwoArgs(index, "cannot rebuild")
         return super().__getitem__(index)
 

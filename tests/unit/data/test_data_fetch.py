@@ -1,12 +1,15 @@
-"""Tests for the iterable fetch path: how many samples a batch takes and when a replica ends."""
+"""Tests for the one fetch path: map-style indices to a batch, and an iterable dataset's batches
+(how many samples a batch takes, when a replica ends)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from data_fakes import Counting, Numbers
 
-from stoker.data._fetch import DatasetExhausted, IterableFetcher
+from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
 
 
 def _identity(samples: list[int]) -> list[int]:
@@ -79,3 +82,47 @@ def test_error_mid_batch_propagates_and_does_not_end() -> None:
         fetcher.fetch([None] * 4)
     assert not fetcher.ended
     assert fetcher.fetch([None] * 2) == [7, 7]
+
+
+def test_map_fetcher_paths() -> None:
+    """Single index, list of indices, __getitems__ and a disabled __getitems__."""
+    assert MapFetcher(Numbers(3), auto_collation=False, collate_fn=str).fetch(2) == "20"
+    assert MapFetcher(Numbers(3), auto_collation=True, collate_fn=list).fetch([2, 0]) == [20, 0]
+
+    class Batched(Numbers):
+        def __getitems__(self, indices: list[int]) -> list[int]:
+            return [-i for i in indices]
+
+    batched = Batched(3)
+    assert make_fetcher(
+        batched, iterable=False, auto_collation=True, collate_fn=list, drop_last=False
+    ).fetch([1, 2]) == [-1, -2]
+    batched.__getitems__ = None  # type: ignore[assignment, method-assign]
+    assert MapFetcher(batched, auto_collation=True, collate_fn=list).fetch([1, 2]) == [10, 20]
+
+
+@pytest.mark.parametrize(("auto", "index"), [(True, [0, 3, 1]), (False, 3)])
+def test_map_fetcher_marks_the_failing_index(auto: bool, index: Any) -> None:
+    """The exception from dataset[i] propagates unchanged, marked with i."""
+    fetcher = MapFetcher(Numbers(5, bad=3), auto_collation=auto, collate_fn=list)
+    with pytest.raises(ValueError, match="bad index 3") as caught:
+        fetcher.fetch(index)
+    assert getattr(caught.value, "_stoker_dataset_index", None) == 3
+
+
+@pytest.mark.parametrize(("drop_last", "sizes"), [(False, [2, 2, 1]), (True, [2, 2])])
+def test_iterable_fetcher_short_batch_and_end(drop_last: bool, sizes: list[int]) -> None:
+    """The iterable fetcher fills batches, keeps or drops the short one, then is exhausted."""
+    fetcher = IterableFetcher(
+        Counting(5), auto_collation=True, collate_fn=list, drop_last=drop_last
+    )
+    got = [fetcher.fetch([None, None]) for _ in sizes]
+    assert [len(b) for b in got] == sizes
+    with pytest.raises(DatasetExhausted):
+        fetcher.fetch([None, None])
+    with pytest.raises(DatasetExhausted):
+        fetcher.fetch([None])
+    single = IterableFetcher(Counting(1), auto_collation=False, collate_fn=str, drop_last=False)
+    assert single.fetch(None) == "0"
+    with pytest.raises(DatasetExhausted):
+        single.fetch(None)

@@ -2,15 +2,15 @@
 
 Tasks used to go through a :class:`multiprocessing.Queue`, whose feeder thread needs the GIL
 and a wake-up for every message: with small batches that latency, not the work, set the pace.
-:class:`TaskPipe` writes each message straight into the worker's pipe from the calling thread,
-and still never blocks, so the main process can never deadlock against a worker that is itself
-blocked writing a large reply:
+:class:`TaskPipe` writes each message, already pickled by the pool, straight into the worker's
+pipe from the calling thread, and still never blocks, so the main process can never deadlock
+against a worker that is itself blocked writing a large reply:
 
-* Every message but the first (the worker setup) and :data:`~stoker.data._worker.STOP` is
-  answered exactly once, in order, so the bytes still sitting unread in the pipe are at most
-  the sizes of the unanswered messages. A message is written only when those plus its own size
-  fit in the pipe's capacity (raised to 1 MiB when the system allows); otherwise it waits in a
-  local queue and goes out when replies free room (:meth:`acknowledge`).
+* Every message but the first (the worker setup) and ``STOP`` is answered exactly once, in
+  order, so the bytes still sitting unread in the pipe are at most the sizes of the unanswered
+  messages. A message is written only when those plus its own size fit in the pipe's capacity
+  (raised to 1 MiB when the system allows); otherwise it waits in a local queue and goes out
+  when replies free room (:meth:`TaskPipe.acknowledge`).
 * A message larger than the whole capacity (a huge list of indices, a large pickled dataset)
   is written by a short-lived helper thread once the pipe is empty, and later messages wait
   for it, so order is kept.

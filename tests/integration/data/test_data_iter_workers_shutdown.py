@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 from data_workers_helpers import (
+    SUPPORT,
     WORKER_KINDS,
     RangeDataset,
     SteadyDataset,
@@ -35,8 +36,6 @@ from stoker.data import DataLoader
 pytestmark = pytest.mark.filterwarnings(
     "ignore:This process .* is multi-threaded:DeprecationWarning"
 )
-
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
@@ -168,7 +167,7 @@ SCRIPT = textwrap.dedent(
 def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: Path) -> None:
     """Exit, an uncaught error, Ctrl-C (SIGINT to the group), a killed main: workers end in 5 s."""
     script = tmp_path / "main.py"
-    script.write_text(SCRIPT.format(here=str(HERE)))
+    script.write_text(SCRIPT.format(here=SUPPORT))
     proc = subprocess.Popen(
         [sys.executable, str(script), mode, method],
         stdout=subprocess.PIPE,

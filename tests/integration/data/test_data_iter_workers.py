@@ -31,7 +31,7 @@ from data_workers_helpers import (
 )
 
 from stoker.data import DataLoader, get_worker_info
-from stoker.data._worker import numpy_seed_words
+from stoker.data._workers.info import numpy_seed_words
 
 # Python 3.12+ warns when fork() runs in a process that has threads (torch, queue feeders);
 # the fork start method is tested on purpose here.

@@ -21,10 +21,11 @@ from data_resume_helpers import (
     slow_multiples_of_five,
     take,
 )
+from data_workers_helpers import SUPPORT
 
 from stoker.data import DataLoader, get_worker_info
 
-HELPER = str(Path(__file__).resolve().parent / "data_resume_helpers.py")
+HELPER = str(Path(SUPPORT) / "data_resume_helpers.py")
 EPOCHS = 2
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import multiprocessing
 import time
 
-from stoker.data._taskpipe import TaskPipe
+from stoker.data._workers.taskpipe import TaskPipe
 
 
 def _pipe() -> tuple[multiprocessing.connection.Connection, TaskPipe]:

@@ -1,9 +1,10 @@
 """Batch slabs: a worker collates into reusable shared memory; the main process maps views.
 
-Each process worker owns a small pool of *slabs*, one shared-memory segment each (see
-:mod:`stoker.data._shm`). How a batch travels is chosen per batch by its size:
+Each process worker owns a pool of *slabs*, one shared-memory segment each (see
+:mod:`stoker.data._workers.shm`). How a batch travels is chosen per batch by the bytes of its
+NumPy arrays:
 
-* **small** (NumPy arrays under :data:`SLAB_THRESHOLD` bytes in all): the reply is pickled and
+* **small** (under :data:`SLAB_THRESHOLD` bytes of arrays in all): the reply is pickled and
   its bytes go through the worker's result pipe, as with no slabs at all;
 * **large**: the worker collates straight into a free slab (``default_collate`` stacks each
   array leaf into slab memory with :func:`~stoker.data._collate.stack_arrays`; a custom
@@ -14,11 +15,18 @@ Each process worker owns a small pool of *slabs*, one shared-memory segment each
 In the main process :class:`SlabReader` unpickles the reply; each persistent id becomes a NumPy
 view on the slab's mapping (no copy). All views of one batch share one base buffer object,
 and a :func:`weakref.finalize` on it puts the slab id on a release queue once the last view is
-freed; the next task sent to that worker carries the released ids, and the worker reuses the
-slabs. When the user keeps batches alive, the worker finds no free slab and creates another: the
-pool grows to what the user holds. When batches outgrow the slabs, new slabs are made larger
-and the small ones retired (the main process drops its mapping when told, in the reply's meta).
-The threshold comes from ``benchmarks/loader_bench.py --transport`` on a 2-core machine.
+freed; the next task sent to that worker carries the released ids (``Task.released``), and the
+worker puts them back on its *free list*, a stack: the slab freed last is reused first. When
+the user keeps batches alive, the free list is empty and the worker creates another slab: the
+pool grows to what the user holds.
+
+The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
+array bytes plus an eighth plus 4 KiB, rounded up to 64 KiB. A batch whose arrays do not fit
+sends its overflowing arrays inline this once, and the size becomes what that batch needed plus
+an eighth, rounded up to 64 KiB; smaller slabs are then *retired* as they come back (the reply's
+``Meta.retired`` tells the main process to drop its mapping). When batches shrink below a
+quarter of the threshold, the worker goes back to sending them inline. The threshold comes from
+``benchmarks/loader_bench.py --transport`` on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -37,8 +45,8 @@ from typing import Any
 import numpy as np
 
 from stoker.data._collate import collate, default_collate_fn_map, stack_arrays
-from stoker.data._shm import SHM_DIR, create_segment, map_segment, segment_name
-from stoker.data._worker import BATCH, Reply
+from stoker.data._workers.protocol import BATCH, Reply
+from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
 __all__ = ["SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
 
@@ -90,7 +98,7 @@ class SlabWriter:
 
         Args:
             main_pid: the main process's pid (part of every segment name).
-            threshold: pickled size from which batches use slabs (default
+            threshold: array bytes from which batches use slabs (default
                 :data:`SLAB_THRESHOLD`).
             directory: where segments are created.
         """
@@ -194,32 +202,37 @@ class SlabWriter:
         return ("a", slab.id, name, slab.size, offset, obj.dtype.str, obj.shape)
 
     def encode(self, reply: Reply) -> bytes | memoryview:
-        """Pickle ``reply`` for the pipe, moving a large batch's arrays into a slab."""
+        """Pickle ``reply`` for the pipe, moving a large batch's arrays into a slab.
+
+        Slabs retired since the last reply ride along in ``Meta.retired``; a reply that fails
+        to pickle leaves them for the next one.
+        """
+        retired = self._retired
+        if retired:
+            self._retired = []
+            reply = reply._replace(meta=reply.meta._replace(retired=tuple(retired)))
         try:
-            if reply[1] != BATCH:
-                return self._dumps(reply)
-            if not self.large:
-                size = _array_bytes(reply[2], 0)
-                if size < self.threshold:
-                    return self._dumps(reply)
-                self.large = True
-                self.slab_size = max(self.slab_size, _round_up(size * 9 // 8 + 4096, _GRANULE))
-            return self._encode_large(reply)
+            if reply.status is not BATCH:
+                return ForkingPickler.dumps(reply)
+            if self.large or self._turns_large(reply.payload):
+                return self._encode_large(reply)
+            return ForkingPickler.dumps(reply)
+        except BaseException:
+            self._retired = retired + self._retired  # not sent: the next reply carries them
+            raise
         finally:
             self._finish_batch()
 
-    def _dumps(self, reply: Reply) -> bytes | memoryview:
-        meta = reply[3]
-        if self._retired and meta is not None:
-            meta["retired"] = self._retired
-            self._retired = []
-        return ForkingPickler.dumps(reply)
+    def _turns_large(self, batch: Any) -> bool:
+        """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
+        size = _array_bytes(batch, 0)
+        if size < self.threshold:
+            return False
+        self.large = True
+        self.slab_size = max(self.slab_size, _round_up(size * 9 // 8 + 4096, _GRANULE))
+        return True
 
     def _encode_large(self, reply: Reply) -> bytes | memoryview:
-        meta = reply[3]
-        if self._retired and meta is not None:
-            meta["retired"] = self._retired
-            self._retired = []
         buffer = io.BytesIO()
         buffer.write(_SLAB_MARK)
         pickler = ForkingPickler(buffer, pickle.HIGHEST_PROTOCOL)
@@ -297,26 +310,21 @@ class SlabReader:
     def decode(self, data: bytes | memoryview) -> Reply:
         """Unpickle one reply from the worker, mapping slab arrays as views."""
         if data[0] != _SLAB_MARK[0]:
-            plain: Reply = pickle.loads(data)
-            if plain[3] is not None and "retired" in plain[3]:
-                self._retire(plain[3].pop("retired"))
-            return plain
-        stream = io.BytesIO(data)
-        stream.seek(1)
-        unpickler = pickle.Unpickler(stream)
-        unpickler.persistent_load = self._persistent_load  # type: ignore[method-assign]
-        try:
-            reply: Reply = unpickler.load()
-        finally:
-            self._bases.clear()
-        meta = reply[3]
-        if meta is not None and "retired" in meta:
-            self._retire(meta.pop("retired"))
+            reply: Reply = pickle.loads(data)
+        else:
+            stream = io.BytesIO(data)
+            stream.seek(1)
+            unpickler = pickle.Unpickler(stream)
+            unpickler.persistent_load = self._persistent_load  # type: ignore[method-assign]
+            try:
+                reply = unpickler.load()
+            finally:
+                self._bases.clear()
+        retired = reply.meta.retired
+        if retired:
+            for slab_id in retired:
+                self._mappings.pop(slab_id, None)
         return reply
-
-    def _retire(self, slab_ids: list[int]) -> None:
-        for slab_id in slab_ids:
-            self._mappings.pop(slab_id, None)
 
     def close(self) -> None:
         """Forget every mapping (live batches keep theirs until freed)."""

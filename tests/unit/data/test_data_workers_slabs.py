@@ -1,95 +1,20 @@
-"""Shared-memory segments and batch slabs, exercised in one process (writer and reader sides)."""
+"""Batch slabs, exercised in one process: the writer (worker side) and reader (main side)."""
 
 from __future__ import annotations
 
-import errno
 import gc
 import os
-import subprocess
-import sys
 from typing import Any
 
 import numpy as np
 import pytest
 
-from stoker.data import _shm
 from stoker.data._collate import default_collate
-from stoker.data._shm import (
-    SharedMemoryFullError,
-    create_segment,
-    map_segment,
-    segment_name,
-    shm_free_bytes,
-    sweep_orphans,
-    unlink_segments,
-)
-from stoker.data._slabs import SlabReader, SlabWriter
-from stoker.data._worker import BATCH, FAILED
+from stoker.data._workers import shm as _shm
+from stoker.data._workers.protocol import BATCH, FAILED, Meta, Reply
+from stoker.data._workers.slabs import SlabReader, SlabWriter
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
-
-
-def _names(tmp_dir: str) -> list[str]:
-    return sorted(os.listdir(tmp_dir))
-
-
-def test_segment_is_mapped_then_unlinked(tmp_path: Any) -> None:
-    """The main side's map unlinks the name; both mappings still share the memory."""
-    directory = str(tmp_path)
-    name = segment_name(1, 2, 3)
-    worker_side = create_segment(name, 1 << 16, directory)
-    assert _names(directory) == [name]
-    main_side = map_segment(name, 1 << 16, directory)
-    assert _names(directory) == []
-    worker_side[:5] = b"hello"
-    assert main_side[:5] == b"hello"
-
-
-def test_slab_larger_than_free_space_is_a_clear_error() -> None:
-    """Asking for more than /dev/shm has free raises SharedMemoryFullError naming the fix."""
-    too_big = shm_free_bytes() + (1 << 30)
-    name = segment_name(os.getpid(), os.getpid(), 999_999)
-    with pytest.raises(SharedMemoryFullError, match=r"--shm-size") as caught:
-        create_segment(name, too_big)
-    assert str(too_big) in str(caught.value)
-    assert not os.path.exists(os.path.join("/dev/shm", name))
-
-
-def test_fallocate_enospc_becomes_a_clear_error(
-    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """ENOSPC while reserving pages (a race with another process) also raises the clear error."""
-
-    def full(fd: int, offset: int, length: int) -> None:
-        raise OSError(errno.ENOSPC, "No space left on device")
-
-    monkeypatch.setattr(_shm.os, "posix_fallocate", full)
-    with pytest.raises(SharedMemoryFullError, match="must fit"):
-        create_segment("stoker-data-1-2-3", 4096, str(tmp_path))
-    assert _names(str(tmp_path)) == []
-
-
-def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
-    """Names whose main and worker pids are both gone are swept; live ones stay."""
-    ended = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    dead_pid = int(ended.stdout)
-    directory = str(tmp_path)
-    dead = segment_name(dead_pid, dead_pid, 1)
-    live = segment_name(os.getpid(), dead_pid, 1)
-    other = "unrelated-file"
-    for name in (dead, live, other):
-        with open(os.path.join(directory, name), "wb"):
-            pass
-    assert sweep_orphans(directory) == 1
-    assert _names(directory) == sorted([live, other])
-    assert unlink_segments(os.getpid(), directory=directory) == 1
-    assert _names(directory) == [other]
 
 
 def _image_batch(seed: int, n: int = 8) -> Any:
@@ -111,7 +36,7 @@ class _Pair:
     def send(self, samples: list[Any], collate: Any = None) -> Any:
         self.writer.release(self.reader.take_released())
         batch = (collate or self.writer.collate)(samples)
-        data = self.writer.encode((0, BATCH, batch, {"busy": 0.0}))
+        data = self.writer.encode(Reply(0, BATCH, batch, Meta(busy=0.0)))
         return self.reader.decode(bytes(data))
 
 
@@ -121,7 +46,8 @@ def pair(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> _Pair:
     directory = str(tmp_path)
     real_map = _shm.map_segment
     monkeypatch.setattr(
-        "stoker.data._slabs.map_segment", lambda name, size: real_map(name, size, directory)
+        "stoker.data._workers.slabs.map_segment",
+        lambda name, size: real_map(name, size, directory),
     )
     return _Pair(directory)
 
@@ -139,7 +65,7 @@ def test_large_batch_arrives_as_views_on_a_slab(pair: _Pair) -> None:
     assert not batch[0].flags.owndata
     assert batch[0].base is not None
     assert pair.reader.bytes_in_slabs >= 2 * expected[0].nbytes
-    assert "retired" not in meta
+    assert meta.retired == ()
 
 
 def test_slab_is_released_when_the_batch_dies_and_reused(pair: _Pair) -> None:
@@ -208,5 +134,5 @@ def test_failure_replies_free_the_slab(pair: _Pair) -> None:
     gc.collect()
     pair.writer.release(pair.reader.take_released())
     pair.writer.collate(_image_batch(1))  # placed in a slab, then the fetch "fails"
-    pair.writer.encode((0, FAILED, None, None))
+    pair.writer.encode(Reply(0, FAILED, None, Meta()))
     assert sorted(pair.writer.free) == sorted(pair.writer.slabs)

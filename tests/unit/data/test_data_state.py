@@ -185,6 +185,40 @@ def test_state_of_an_unused_loader_starts_at_epoch_zero() -> None:
     assert _epochs(fresh, 2) == expected
 
 
+class EvensFirst(RandomSampler):
+    """A RandomSampler subclass whose own __iter__ yields each epoch's even indices first."""
+
+    def __iter__(self) -> Iterator[int]:
+        order = list(super().__iter__())
+        return iter([i for i in order if i % 2 == 0] + [i for i in order if i % 2])
+
+
+@pytest.mark.parametrize("generator", [None, 7, "numpy"])
+@pytest.mark.parametrize("epoch", [0, 1])
+def test_sampler_subclass_with_its_own_iter_resumes_exactly(generator: Any, epoch: int) -> None:
+    """A stoker sampler subclass that overrides __iter__ resumes by replaying its epoch with
+    the randomness that epoch drew (generator=None included): the rest equals the saved run's."""
+
+    def make() -> DataLoader:
+        source = np.random.default_rng(7) if generator == "numpy" else generator
+        return DataLoader(Indexed(), batch_size=4, sampler=EvensFirst(Indexed(), generator=source))
+
+    loader = make()
+    for _ in range(epoch):
+        list(loader)
+    iterator = iter(loader)
+    [next(iterator) for _ in range(2)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    assert state["mode"] == "replay"
+    rest = [batch.tolist() for batch in iterator]
+    following = [batch.tolist() for batch in loader]
+    fresh = make()
+    fresh.load_state_dict(state)
+    assert [batch.tolist() for batch in fresh] == rest
+    if generator is not None:  # fresh randomness differs from epoch to epoch, as it should
+        assert [batch.tolist() for batch in fresh] == following
+
+
 def test_torch_generator_shuffle_resumes_exactly() -> None:
     """shuffle=True with a torch.Generator: the resumed order equals the uninterrupted one."""
     torch = pytest.importorskip("torch")

@@ -1,0 +1,244 @@
+"""The sampler epoch clock: which randomness each epoch of a sampler uses, and how far it got.
+
+A sampler's epoch is described by a small :class:`EpochRecord`: the epoch number, a seed (or,
+for a ``torch.Generator``, the generator's state when the epoch began) and the number of
+indices already yielded. From it the rest of the epoch is recomputed without replaying earlier
+epochs, which is what resuming needs. Progress is tracked without per-index Python work:
+indices are yielded from list iterators whose remaining length is read on demand
+(:func:`track`).
+
+:class:`EpochClock` draws each epoch's randomness from a checked ``generator=`` value (see
+:mod:`stoker.data._generator`) and turns the current epoch into the small JSON state that
+stoker's samplers return from ``state_dict()``, and back.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from stoker.data._generator import (
+    GeneratorState,
+    check_fits,
+    derive_seed,
+    draw_seed,
+    fresh_seed,
+    restore_generator,
+    save_generator,
+)
+
+__all__ = ["STATE_VERSION", "EpochClock", "EpochRecord", "track"]
+
+STATE_VERSION = 1
+"""The version of the samplers' ``state_dict()`` format."""
+
+_OWNER = "this sampler"
+
+
+@dataclass
+class EpochRecord:
+    """One epoch of a sampler: its number, randomness and progress.
+
+    Attributes:
+        index: the epoch number.
+        seed: the epoch's seed (None for a ``torch.Generator``, or without randomness).
+        torch_state: a ``torch.Generator``'s state as the epoch began (base64 text).
+        start: the offset the epoch starts at (non-zero when resumed).
+    """
+
+    index: int
+    seed: int | None = None
+    torch_state: str | None = None
+    start: int = 0
+    _chunk_end: int = 0
+    _chunk_it: Iterator[int] | None = field(default=None, repr=False)
+
+    def offset(self) -> int:
+        """Return how many indices of this epoch have been yielded (resumed ones included)."""
+        if self._chunk_it is None:
+            return self.start
+        return self._chunk_end - operator.length_hint(self._chunk_it)
+
+
+def track(record: EpochRecord, chunks: Iterator[list[int]]) -> Iterator[int]:
+    """Yield the indices of ``chunks`` (already trimmed to start at ``record.start``).
+
+    Args:
+        record: the epoch whose progress is updated as indices are consumed.
+        chunks: lists of indices, in order.
+
+    Yields:
+        Each index.
+    """
+    position = record.start
+    for chunk in chunks:
+        iterator = iter(chunk)
+        record._chunk_it = iterator
+        position += len(chunk)
+        record._chunk_end = position
+        yield from iterator
+
+
+class EpochClock:
+    """Draws each epoch's randomness from a checked ``generator=`` value and remembers it.
+
+    * ``None``: a fresh seed per epoch (fixed as soon as a state describes the epoch, so that
+      the state reproduces it);
+    * an int: the seed of epoch ``e`` is derived from ``(int, e)``, so it is reproducible and
+      recomputable;
+    * a :class:`numpy.random.Generator`: one seed drawn from it per epoch;
+    * a ``torch.Generator``: the sampler draws with torch itself; the clock remembers the
+      generator's state at the start of the epoch.
+    """
+
+    def __init__(self, generator: Any, *, uses_randomness: bool = True) -> None:
+        self.generator = generator
+        self.uses_randomness = uses_randomness
+        self.next_epoch = 0
+        self.current: EpochRecord | None = None
+        self._pending: EpochRecord | None = None
+        self._pinned = False  # the pending epoch only fixes a fresh seed (nothing was loaded)
+        self._numpy_state_after_draw: Any = None
+
+    def begin(self) -> EpochRecord:
+        """Start the next epoch (or the resumed one) and return its record."""
+        if self._pending is not None:
+            record, self._pending, self._pinned = self._pending, None, False
+            if record.torch_state is not None:
+                restore_generator(self.generator, GeneratorState(torch=record.torch_state), _OWNER)
+        else:
+            record = EpochRecord(index=self.next_epoch)
+            generator = self.generator
+            if not self.uses_randomness:
+                pass
+            elif generator is None:
+                record.seed = fresh_seed()
+            elif isinstance(generator, int):
+                record.seed = derive_seed(generator, record.index)
+            elif isinstance(generator, np.random.Generator):
+                record.seed = draw_seed(generator)
+                self._numpy_state_after_draw = generator.bit_generator.state
+            else:
+                record.torch_state = save_generator(generator).torch
+        self.next_epoch = record.index + 1
+        self.current = record
+        return record
+
+    def set_generator(self, generator: Any) -> None:
+        """Draw later epochs from ``generator`` (a checked ``generator=`` value)."""
+        self.generator = generator
+        if self._pinned:  # a fresh seed fixed for the old generator no longer applies
+            self.discard_pending()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Make the next :meth:`begin` start epoch ``epoch``.
+
+        A pending epoch of that number (a loaded state, with its offset, or a fresh seed a state
+        fixed) is kept; any other pending epoch is dropped.
+        """
+        self.current = None
+        pending = self._pending
+        if pending is None or pending.index != epoch:
+            self.next_epoch = epoch
+            self.discard_pending()
+
+    def discard_pending(self) -> None:
+        """Forget a loaded (or fixed), not yet started epoch."""
+        self._pending = None
+        self._pinned = False
+
+    @property
+    def epoch(self) -> int:
+        """The number of the next epoch :meth:`begin` starts (the current one while running)."""
+        current = self.current
+        return current.index if current is not None else self.next_epoch
+
+    def state(self, length_fields: dict[str, Any], total: int) -> dict[str, Any]:
+        """Return the JSON-serialisable state; ``total`` is the number of indices per epoch.
+
+        Between epochs the state describes the next one. With ``generator=None`` that epoch's
+        fresh seed is drawn now and kept for it, so that the state reproduces the epoch that
+        follows (a loader replays an epoch from such a state).
+        """
+        record = self.current
+        consumed = None if record is None else record.offset()
+        if consumed is None or consumed >= total:
+            consumed = None
+            if self._pending is None and self.uses_randomness and self.generator is None:
+                self._pending = EpochRecord(index=self.next_epoch, seed=fresh_seed())
+                self._pinned = True
+        return self.resume_state(length_fields, total, consumed)
+
+    def resume_state(
+        self, length_fields: dict[str, Any], total: int, consumed: int | None
+    ) -> dict[str, Any]:
+        """Return the state of the current epoch with only ``consumed`` indices taken.
+
+        A loader that prefetches saves this way: ``consumed`` counts the indices of the batches
+        it delivered. ``None`` (the epoch has not begun) or ``consumed >= total`` describes the
+        start of the next epoch instead.
+        """
+        record = self.current
+        if self._pending is not None:  # loaded and not begun yet: describe the loaded epoch
+            record = self._pending
+            consumed = record.start if consumed is None else consumed
+        in_epoch = record is not None and consumed is not None and consumed < total
+        state: dict[str, Any] = {"version": STATE_VERSION, **length_fields}
+        if in_epoch and record is not None and consumed is not None:
+            state.update(epoch=record.index, offset=consumed, seed=record.seed)
+            saved = GeneratorState(self._numpy_state_after_draw, record.torch_state)
+        else:
+            state.update(epoch=self.next_epoch, offset=0, seed=None)
+            saved = save_generator(self.generator)
+        state["generator_state"] = saved.numpy
+        state["torch_state"] = saved.torch
+        return state
+
+    def load(self, state: dict[str, Any], length_fields: dict[str, Any]) -> None:
+        """Restore a state made by :meth:`state`; the next epoch resumes where it stopped.
+
+        Raises:
+            TypeError: when ``state`` is not a dict.
+            ValueError: when the state was saved by another kind of sampler, another format
+                version, for another length, or with another kind of generator.
+        """
+        if not isinstance(state, dict):
+            raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
+        if state.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"state version must be {STATE_VERSION}, got {state.get('version')!r}; "
+                "it was saved by an incompatible version of stoker"
+            )
+        missing = [key for key in ("epoch", "offset", "seed") if key not in state]
+        if missing:
+            raise ValueError(
+                f"state is missing {missing}; pass a dict returned by a sampler's state_dict()"
+            )
+        for key, expected in length_fields.items():
+            if state.get(key) != expected:
+                raise ValueError(
+                    f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
+                    f"state but {expected!r} here; load it into the sampler it was saved from"
+                )
+        saved = GeneratorState(state.get("generator_state"), state.get("torch_state"))
+        check_fits(self.generator, saved, _OWNER)
+        if saved.numpy is not None:
+            restore_generator(self.generator, saved._replace(torch=None), _OWNER)
+            self._numpy_state_after_draw = saved.numpy
+        epoch = int(state["epoch"])
+        offset = int(state["offset"])
+        self.current = None
+        self.next_epoch = epoch
+        self._pinned = False
+        if offset == 0 and state.get("seed") is None:
+            self._pending = None
+            if saved.torch is not None:
+                restore_generator(self.generator, saved._replace(numpy=None), _OWNER)
+            return
+        self._pending = EpochRecord(
+            index=epoch, seed=state.get("seed"), torch_state=saved.torch, start=offset
+        )

@@ -1,0 +1,66 @@
+"""The loader's plan: a frozen snapshot of what one iteration of a DataLoader needs.
+
+``iter(loader)`` builds a :class:`LoaderPlan` from the loader's current settings and hands it to
+the iterator (and ``state_dict()`` / ``load_state_dict()`` hand one to the resume tracker), so
+neither reads the loader's attributes: what they use is listed here, checked once by the
+DataLoader, and cannot change under them while they run. Settings a user changes between
+epochs reach the next plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from multiprocessing.context import BaseContext
+from typing import Any
+
+__all__ = ["LoaderPlan"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoaderPlan:
+    """What an iteration of a DataLoader works from.
+
+    Attributes:
+        dataset: the dataset.
+        iterable: whether it is an IterableDataset (stoker's or torch's).
+        index_sampler: what the iterator draws items from: the batch sampler with automatic
+            batching, else the sampler.
+        auto_collation: whether automatic batching is on (the items are lists of indices).
+        collate_fn: the collate function (``default_collate``, ``default_convert`` or the
+            user's).
+        drop_last: drop a short last batch.
+        batch_size: the batch size (None without automatic batching or with a batch sampler).
+        num_workers: how many workers (0: load in the calling thread).
+        prefetch_factor: batches loaded ahead per worker (0 without workers).
+        in_order: yield batches in sampler order.
+        persistent_workers: keep the workers across epochs.
+        timeout: seconds to wait for one batch (0: no limit).
+        worker_init_fn: called in each worker with its id.
+        multiprocessing_context: the start method's context (None: the default).
+        worker_type: ``"process"`` or ``"thread"``.
+        pin_memory: pin batches.
+        pin_memory_device: the (ignored) device argument, kept for its warning.
+        seed_source: the resolved ``generator=`` each iterator draws its base seed from.
+        len_reported: ``len(loader)`` as last reported for an IterableDataset, or None.
+    """
+
+    dataset: Any
+    iterable: bool
+    index_sampler: Any
+    auto_collation: bool
+    collate_fn: Callable[[Any], Any]
+    drop_last: bool
+    batch_size: int | None
+    num_workers: int
+    prefetch_factor: int
+    in_order: bool
+    persistent_workers: bool
+    timeout: float
+    worker_init_fn: Callable[[int], None] | None
+    multiprocessing_context: BaseContext | None
+    worker_type: str
+    pin_memory: bool
+    pin_memory_device: str
+    seed_source: Any
+    len_reported: int | None

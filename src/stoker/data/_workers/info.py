@@ -1,0 +1,114 @@
+"""A worker's identity and seeds: :class:`WorkerInfo`, :func:`get_worker_info`, seeding.
+
+Each worker, thread or process, installs its :class:`WorkerInfo` before it touches the dataset,
+so ``get_worker_info()`` answers in ``worker_init_fn``, in ``__getitem__`` and in an
+``IterableDataset.__iter__``. A process worker installs it process-wide; a thread worker
+installs it for its own thread (thread-local), so the main thread still gets None.
+
+Seeds: worker ``i`` of an iterator whose base seed is ``b`` gets ``seed = b + i``. A process
+worker seeds Python's :mod:`random` with it and, when torch is already imported in the worker,
+``torch.manual_seed`` (through :mod:`stoker._torch`). NumPy's legacy global state
+(``np.random.seed``) is seeded with four 32-bit words that
+``numpy.random.SeedSequence([i, b % 2**32, b // 2**32, 0])`` generates, the same words torch's
+DataLoader uses, so ``np.random`` draws in a worker equal torch's for the same base seed.
+Thread workers share the process's generators and reseed none of them: their ``WorkerInfo.rng``
+holds generators of their own instead.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.random  # imported here, once: forked workers then seed it without importing it
+
+from stoker import _torch
+
+__all__ = [
+    "WorkerInfo",
+    "get_worker_info",
+    "numpy_seed_words",
+    "seed_process_rngs",
+    "set_process_worker_info",
+    "set_thread_worker_info",
+]
+
+_MASK32 = 0xFFFFFFFF
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerInfo:
+    """What a DataLoader worker knows about itself; see :func:`get_worker_info`.
+
+    Attributes:
+        id: the worker's id, from 0 to ``num_workers - 1``.
+        num_workers: how many workers the iterator runs.
+        seed: the seed this worker's random generators were seeded with (base seed + id).
+        dataset: this worker's copy of the dataset (a different object from the main
+            process's dataset when the worker is a process).
+        rng: per-worker random state for workers that cannot seed process-wide generators;
+            None for process workers.
+        worker_method: ``"multiprocessing"`` for process workers, ``"threading"`` for threads.
+    """
+
+    id: int
+    num_workers: int
+    seed: int
+    dataset: Any
+    rng: Any = None
+    worker_method: str | None = "multiprocessing"
+
+
+_process_info: WorkerInfo | None = None
+_thread_info = threading.local()
+
+
+def get_worker_info() -> WorkerInfo | None:
+    """Return the current DataLoader worker's :class:`WorkerInfo`, or None outside a worker.
+
+    In a worker, the result names the worker's ``id``, ``num_workers``, its ``seed`` and its
+    copy of the ``dataset``; use it in ``worker_init_fn`` or in an ``IterableDataset.__iter__``
+    to give each worker its own shard. In the main process it returns None.
+
+    Returns:
+        The worker's information, or None in the main process.
+    """
+    info: WorkerInfo | None = getattr(_thread_info, "info", None)
+    return info if info is not None else _process_info
+
+
+def set_thread_worker_info(info: WorkerInfo | None) -> None:
+    """Install ``info`` as the calling thread's worker information (thread workers only)."""
+    _thread_info.info = info
+
+
+def set_process_worker_info(info: WorkerInfo | None) -> None:
+    """Install ``info`` as this process's worker information (process workers only)."""
+    global _process_info
+    _process_info = info
+
+
+def numpy_seed_words(base_seed: int, worker_id: int) -> np.ndarray[Any, np.dtype[np.uint32]]:
+    """Return the four 32-bit words that seed NumPy's legacy global state in a worker."""
+    entropy = [worker_id, base_seed & _MASK32, (base_seed >> 32) & _MASK32, 0]
+    words: np.ndarray[Any, np.dtype[np.uint32]] = np.random.SeedSequence(entropy).generate_state(
+        4, np.uint32
+    )  # type: ignore[assignment]
+    return words
+
+
+def seed_process_rngs(base_seed: int, worker_id: int) -> int:
+    """Seed this process's global generators for worker ``worker_id``; return its seed.
+
+    Python's :mod:`random` and torch (only when already imported; it is then also limited to
+    one intra-op thread, as torch's workers are) get ``base_seed + worker_id``; NumPy's legacy
+    global state gets :func:`numpy_seed_words`.
+    """
+    seed = base_seed + worker_id
+    random.seed(seed)
+    np.random.seed(numpy_seed_words(base_seed, worker_id))
+    _torch.seed_worker(seed)
+    return seed

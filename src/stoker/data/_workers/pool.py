@@ -1,0 +1,61 @@
+"""The main side's interface to its workers (:class:`WorkerPool`), and the one place to start them.
+
+The loader's worker iterator (:mod:`stoker.data._iter_workers`) sees only this interface: it
+sends tasks and commands, waits for replies and deaths, names a worker in an error, and shuts
+the pool down. Two pools implement it: :class:`~stoker.data._workers.process.ProcessPool`
+(``worker_type="process"``) and :class:`~stoker.data._workers.threads.ThreadPool`
+(``worker_type="thread"``); :func:`start_pool` picks one.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from multiprocessing.context import BaseContext
+from typing import Protocol
+
+from stoker.data._workers.process import ProcessPool
+from stoker.data._workers.protocol import Command, Reply, Task, WorkerSetup
+from stoker.data._workers.threads import ThreadPool
+
+__all__ = ["WorkerPool", "start_pool"]
+
+
+class WorkerPool(Protocol):
+    """What the worker iterator needs from its workers, whatever runs them."""
+
+    @property
+    def pids(self) -> list[int]:
+        """Process ids of the workers, by worker id."""
+
+    def send(self, worker_id: int, message: Task | Command) -> None:
+        """Queue a message for one worker without blocking."""
+
+    def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:
+        """Wait up to ``timeout`` s; return ``(worker_id, reply)`` pairs and dead worker ids."""
+
+    def describe(self, worker_id: int) -> str:
+        """Name a worker and say how it ended."""
+
+    def shutdown(self) -> None:
+        """Stop every worker within a few seconds; idempotent."""
+
+    @property
+    def bytes_inline(self) -> int:
+        """Bytes received through pipes (pickled replies)."""
+
+    @property
+    def bytes_in_slabs(self) -> int:
+        """Bytes of batch arrays received through shared-memory slabs."""
+
+    @property
+    def slabs_in_use(self) -> int:
+        """Slabs whose batch is still alive in the main process."""
+
+
+def start_pool(
+    context: BaseContext | None, setups: list[WorkerSetup], worker_type: str = "process"
+) -> WorkerPool:
+    """Start the workers for ``setups``: threads, or processes with ``context`` (or the default)."""
+    if worker_type == "thread":
+        return ThreadPool(setups)
+    return ProcessPool(context or multiprocessing.get_context(), setups)
