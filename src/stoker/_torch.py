@@ -1,6 +1,7 @@
 """The one torch boundary: the only module of stoker's torch-free parts that looks at torch.
 
-stoker never imports torch on its own. Every question about a torch object (is this a tensor, a
+stoker never imports torch on its own, with one exception: ``add_graph`` traces a model, which
+only torch can do, so :func:`trace_module` imports it when called. Every question about a torch object (is this a tensor, a
 generator, a torch ``IterableDataset``; what is its NumPy value; what is a generator's state) and
 every call into torch (drawing from a ``torch.Generator``, stacking tensors, seeding a worker,
 asking ``torch.distributed`` for the rank) goes through here, and each answers from
