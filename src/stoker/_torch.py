@@ -1,12 +1,12 @@
 """The one torch boundary: the only module of stoker's torch-free parts that looks at torch.
 
 stoker never imports torch on its own, with one exception: ``add_graph`` traces a model, which
-only torch can do, so :func:`trace_module` imports it when called. Every question about a torch object (is this a tensor, a
-generator, a torch ``IterableDataset``; what is its NumPy value; what is a generator's state) and
-every call into torch (drawing from a ``torch.Generator``, stacking tensors, seeding a worker,
-asking ``torch.distributed`` for the rank) goes through here, and each answers from
-``sys.modules``: if the program has not imported torch, no torch object can exist, so the
-answer is "no" without importing anything.
+only torch can do, so :func:`trace_module` imports it when called. Every question about a torch
+object (is this a tensor, a generator, a torch ``IterableDataset``; what is its NumPy value; what
+is a generator's state) and every call into torch (drawing from a ``torch.Generator``, stacking
+tensors, seeding a worker, asking ``torch.distributed`` for the rank) goes through here, and each
+answers from ``sys.modules``: if the program has not imported torch, no torch object can exist,
+so the answer is "no" without importing anything.
 
 Detection is by ``isinstance`` against the imported torch's classes, never by the object's
 module name: ``type(x).__module__.startswith("torch")`` also matches objects of torchvision,
