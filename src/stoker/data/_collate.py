@@ -16,7 +16,11 @@ makes tensors:
   user has imported torch.
 
 Samples whose arrays differ in shape raise an error naming the shapes and their positions in
-the batch. :func:`collate` takes a ``collate_fn_map`` from types to functions, checked first by
+the batch. A batch whose elements do not share a type is collated only where torch collates it
+(numbers of mixed types promote as ``torch.tensor`` promotes them: an int with a float gives the
+float's dtype, a Python float counts as ``float32``); elsewhere it raises torch's exception type
+with torch's text, then the positions and types found, never a NaN, string or object array.
+:func:`collate` takes a ``collate_fn_map`` from types to functions, checked first by
 exact type then with ``isinstance`` in insertion order, as torch does.
 """
 
@@ -39,6 +43,9 @@ CollateFnMap = dict[type | tuple[type, ...], Callable[..., Any]]
 _STR_OR_OBJECT_DTYPE = re.compile(r"[SaUO]")
 _NUMERIC_KINDS = frozenset("biufc")
 _PLAIN = frozenset((np.ndarray,))
+_FLOAT = frozenset((float,))
+_INT = frozenset((int,))
+_BOOL = frozenset((bool,))
 _RAGGED_RAISES = np.lib.NumpyVersion(np.__version__) >= "1.24.0"
 """Whether ``np.array`` raises on arrays of unequal shapes (older NumPy warns, makes objects)."""
 
@@ -128,15 +135,81 @@ def default_convert(data: Any) -> Any:
     return data
 
 
-def _describe_shapes(shapes: Sequence[tuple[int, ...]]) -> str:
-    groups: dict[tuple[int, ...], list[int]] = {}
-    for position, shape in enumerate(shapes):
-        groups.setdefault(shape, []).append(position)
+def _describe_positions(labels: Sequence[str]) -> str:
+    """Group the positions of a batch by label: ``"shape (2,) at positions [0, 1]; ..."``."""
+    groups: dict[str, list[int]] = {}
+    for position, label in enumerate(labels):
+        groups.setdefault(label, []).append(position)
     parts = []
-    for shape, positions in groups.items():
+    for label, positions in groups.items():
         shown = ", ".join(str(p) for p in positions[:8]) + (", ..." if len(positions) > 8 else "")
-        parts.append(f"shape {shape} at positions [{shown}]")
+        parts.append(f"{label} at positions [{shown}]")
     return "; ".join(parts)
+
+
+def _describe_shapes(shapes: Sequence[tuple[int, ...]]) -> str:
+    return _describe_positions([f"shape {shape}" for shape in shapes])
+
+
+def _mixed_types(error: type[Exception], torch_text: str, batch: Sequence[Any]) -> Exception:
+    """The error torch raises for a batch mixing types: its text, then the types found."""
+    found = _describe_positions([type(item).__name__ for item in batch])
+    return error(
+        f"{torch_text}; default_collate: the samples of a batch must share a type that can be "
+        f"collated, got {found}; make the samples consistent or pass a collate_fn"
+    )
+
+
+_PYTHON_SCALAR_DTYPES: dict[type, np.dtype[Any]] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float32),  # torch's default float dtype
+    complex: np.dtype(np.complex64),  # and its default complex dtype
+}
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+
+
+def _scalar_dtype(item: Any, batch: Sequence[Any]) -> np.dtype[Any] | None:
+    """The dtype ``torch.tensor`` infers for one element of a list of numbers; None for a
+    sequence (torch then fails to fill it); raise torch's error for what it cannot infer."""
+    dtype = _PYTHON_SCALAR_DTYPES.get(type(item))
+    if dtype is not None:
+        return dtype
+    if isinstance(item, (np.generic, np.ndarray)) and item.dtype.kind in _KIND_RANK:
+        return None if np.ndim(item) else item.dtype
+    for base, base_dtype in _PYTHON_SCALAR_DTYPES.items():
+        if isinstance(item, base):
+            return base_dtype
+    if isinstance(item, (str, bytes)):
+        raise _mixed_types(TypeError, f"new(): invalid data type '{type(item).__name__}'", batch)
+    if isinstance(item, (collections.abc.Sequence, np.ndarray)):
+        return None
+    raise _mixed_types(RuntimeError, f"Could not infer dtype of {type(item).__name__}", batch)
+
+
+def _collate_mixed_numbers(batch: Sequence[Any]) -> Any:
+    """Collate numbers of mixed types as ``torch.tensor(batch)`` does, or raise as it does.
+
+    The result's dtype is the promotion of the elements' dtypes within the highest kind
+    present (bool < integer < floating < complex), so an int64 with a float32 gives float32,
+    as in torch (NumPy would give float64); a NumPy bool among integers, a string, None, or a
+    sequence among numbers raises torch's exception type.
+    """
+    dtypes = [_scalar_dtype(item, batch) for item in batch]
+    if any(dtype is None for dtype in dtypes):
+        raise _mixed_types(
+            TypeError, "a sequence cannot be an element of a batch of numbers", batch
+        )
+    known = [dtype for dtype in dtypes if dtype is not None]
+    top = max(_KIND_RANK[dtype.kind] for dtype in known)
+    result = np.result_type(*(dtype for dtype in known if _KIND_RANK[dtype.kind] == top))
+    if result.kind == "c":
+        result = np.result_type(result, *(d for d in known if d.kind == "f"))
+    if result.kind in "iu" and any(isinstance(item, np.bool_) for item in batch):
+        raise _mixed_types(
+            TypeError, "'numpy.bool' object cannot be interpreted as an integer", batch
+        )
+    return np.array(list(batch), dtype=result)
 
 
 def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) -> Any:
@@ -157,10 +230,13 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     first = batch[0]
     if isinstance(first, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(first.dtype.str) is not None:
         raise TypeError(_unsupported_dtype(first.dtype))
+    types = _types_of(batch)
     if out is None and _RAGGED_RAISES and type(first) is np.ndarray:
-        fast = _stack_plain(batch, first.dtype)
+        fast = _stack_plain(batch, first.dtype, types)
         if fast is not None:
             return fast
+    if types != _PLAIN:
+        _check_array_likes(batch)
     try:
         stacked = np.stack(batch, out=out)  # one C loop; checks shapes, promotes dtypes
     except ValueError as err:
@@ -177,7 +253,20 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     return stacked
 
 
-def _stack_plain(batch: Sequence[Any], dtype: np.dtype[Any]) -> Any:
+def _check_array_likes(batch: Sequence[Any]) -> None:
+    """Raise as ``torch.as_tensor`` does for an element that is no array, number or sequence."""
+    for item in batch:
+        if isinstance(item, (np.ndarray, np.generic, int, float, complex)):
+            continue
+        if isinstance(item, (str, bytes)):
+            name = type(item).__name__
+            raise _mixed_types(TypeError, f"new(): invalid data type '{name}'", batch)
+        if not isinstance(item, collections.abc.Sequence):
+            name = type(item).__name__
+            raise _mixed_types(RuntimeError, f"Could not infer dtype of {name}", batch)
+
+
+def _stack_plain(batch: Sequence[Any], dtype: np.dtype[Any], types: frozenset[type]) -> Any:
     """Stack plain arrays of one native numeric dtype with ``np.array``; None: not that case.
 
     ``np.array`` over a list of equal-shape arrays builds the same array as ``np.stack`` (new
@@ -185,7 +274,7 @@ def _stack_plain(batch: Sequence[Any], dtype: np.dtype[Any]) -> Any:
     ``np.stack`` adds a dimension to each sample in Python first. Anything else (other array
     types, mixed dtypes, unequal shapes) is left to ``np.stack`` and its error messages.
     """
-    if dtype.kind not in _NUMERIC_KINDS or not dtype.isnative or _types_of(batch) != _PLAIN:
+    if dtype.kind not in _NUMERIC_KINDS or not dtype.isnative or types != _PLAIN:
         return None
     try:
         stacked = np.array(batch)
@@ -272,6 +361,14 @@ def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | No
             f"Batches of sparse tensors (layout {elem.layout}) are not supported by the "
             "default collate_fn; pass a collate_fn that handles them"
         )
+    for position, item in enumerate(batch):
+        if not _torch.is_tensor(item):
+            raise _mixed_types(
+                TypeError,
+                f"expected Tensor as element {position} in argument 0, but got "
+                f"{type(item).__name__}",
+                batch,
+            )
     shapes = [tuple(tensor.shape) for tensor in batch]
     if any(shape != shapes[0] for shape in shapes):
         raise _ShapeMismatchError(
@@ -291,32 +388,37 @@ def collate_numpy_array_fn(
 def collate_numpy_scalar_fn(
     batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None
 ) -> Any:
-    """Turn NumPy scalars into a 1-d NumPy array of their dtype."""
-    return np.asarray(batch)
+    """Turn NumPy scalars into a 1-d NumPy array of their dtype (mixed: as torch promotes)."""
+    if len(_types_of(batch)) == 1:
+        return np.asarray(batch)
+    return _collate_mixed_numbers(batch)
 
 
 def collate_float_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
-    """Turn Python floats into a ``float64`` array."""
-    try:
-        return np.fromiter(batch, dtype=np.float64, count=len(batch))
-    except (TypeError, ValueError):
-        return np.array(batch, dtype=np.float64)
+    """Turn Python floats into a ``float64`` array (other real numbers are converted)."""
+    if _types_of(batch) != _FLOAT:
+        for item in batch:
+            if isinstance(item, np.ndarray) and item.ndim:
+                raise _mixed_types(
+                    TypeError, "only 0-dimensional arrays can be converted to Python scalars", batch
+                )
+            if not isinstance(item, (int, float, np.bool_, np.integer, np.floating, np.ndarray)):
+                raise _mixed_types(
+                    TypeError, f"must be real number, not {type(item).__name__}", batch
+                )
+        return np.array([float(item) for item in batch], dtype=np.float64)
+    return np.fromiter(batch, dtype=np.float64, count=len(batch))
 
 
 def collate_int_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
-    """Turn Python ints into an ``int64`` array (bools into ``bool``, as torch does)."""
+    """Turn Python ints into an ``int64`` array (bools into ``bool``; mixed numbers as torch
+    promotes them)."""
+    types = _types_of(batch)
+    if types not in (_INT, _BOOL):
+        return _collate_mixed_numbers(batch)
     result = np.asarray(batch)
-    kind = result.dtype.kind
-    if kind == "i" and result.dtype != np.int64:
+    if result.dtype.kind == "i" and result.dtype != np.int64:
         return result.astype(np.int64)
-    if kind == "f" and not isinstance(batch[0], bool):
-        return result.astype(np.float32)  # torch.tensor infers its default float dtype
-    if kind not in "biuf":
-        raise TypeError(
-            f"default_collate: a batch starting with an int must hold numbers, got elements "
-            f"of types {sorted({type(item).__name__ for item in batch})}; "
-            "make the samples consistent or pass a collate_fn"
-        )
     return result
 
 

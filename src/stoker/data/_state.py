@@ -31,7 +31,9 @@ import itertools
 from collections.abc import Iterator
 from typing import Any
 
+from stoker._checks import check_int
 from stoker.data._distributed import DistributedSampler
+from stoker.data._errors import short_repr
 from stoker.data._generator import GeneratorState, restore_generator, save_generator
 from stoker.data._plan import LoaderPlan
 from stoker.data._progress import EpochProgress
@@ -45,6 +47,8 @@ __all__ = ["LOADER_STATE_VERSION", "ResumeTracker"]
 LOADER_STATE_VERSION = 1
 _FORMAT = "stoker.data.DataLoader"
 _FINISHED = 1 << 62  # an offset past any epoch's end: the state describes the next epoch
+_SEED_MAX = (1 << 64) - 1
+_FIX = "pass the dict returned by DataLoader.state_dict(), unchanged"
 
 
 def _offset_target(index_sampler: Any) -> tuple[OffsetStateful, int] | None:
@@ -125,6 +129,80 @@ def _check_fits(plan: LoaderPlan, state: Any) -> None:
     missing = [k for k in ("epoch", "batches", "mode", "sampler_state") if k not in state]
     if missing:
         raise ValueError(f"state is missing {missing}; pass a dict from DataLoader.state_dict()")
+    _check_values(plan, state)
+
+
+def _bad(key: str, value: Any, expected: str) -> ValueError:
+    return ValueError(f"state's {key} must be {expected}, got {value!r}; {_FIX}")
+
+
+def _int_field(
+    value: Any, key: str, *, maximum: int | None = None, allow_none: bool = False
+) -> int | None:
+    """Return a state field that must be an int in ``[0, maximum]`` (or None when allowed)."""
+    none = " or None" if allow_none else ""
+    upper = "" if maximum is None else f" and <= {maximum}"
+    expected = f"an int >= 0{upper}{none}"
+    try:
+        number: int | None = check_int(value, key, minimum=0, allow_none=allow_none)
+    except (TypeError, ValueError) as err:
+        raise _bad(key, value, expected) from err
+    if number is not None and maximum is not None and number > maximum:
+        raise _bad(key, value, expected)
+    return number
+
+
+def _modes(plan: LoaderPlan) -> tuple[str, ...]:
+    """The modes a state saved by the loader of ``plan`` can have (see the module docstring)."""
+    if not plan.iterable:
+        return ("offset",) if _offset_target(plan.index_sampler) is not None else ("replay",)
+    if not isinstance(plan.dataset, Stateful):
+        return ("fast_forward",)
+    return ("worker_states", "fast_forward") if plan.num_workers else ("dataset",)
+
+
+def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
+    """Raise a ValueError naming the first field of ``state`` whose value cannot be right."""
+    _int_field(state["epoch"], "epoch")
+    index_sampler = plan.index_sampler
+    total = None
+    if not plan.iterable and hasattr(index_sampler, "__len__"):
+        total = len(index_sampler)
+    batches = _int_field(state["batches"], "batches", maximum=total)
+    for key in ("base_seed", "sample_seed"):
+        _int_field(state.get(key), key, maximum=_SEED_MAX, allow_none=True)
+    mode, modes = state["mode"], _modes(plan)
+    if mode not in modes:
+        why = ""
+        if plan.iterable and not isinstance(plan.dataset, Stateful):
+            why = f" ({type(plan.dataset).__name__} has no state_dict()/load_state_dict())"
+        raise _bad("mode", mode, f"one of {list(modes)} for this loader{why}")
+    saved = state["sampler_state"]
+    if mode == "offset":
+        if not isinstance(saved, dict):
+            raise _bad("sampler_state", saved, "the sampler's state dict in mode 'offset'")
+        _int_field(saved.get("epoch"), "sampler_state's epoch")
+        _int_field(saved.get("seed"), "sampler_state's seed", maximum=_SEED_MAX, allow_none=True)
+        target = _offset_target(index_sampler)
+        per_batch = 1 if target is None else target[1]
+        offset = saved.get("offset")
+        wanted = (batches or 0) * per_batch
+        if offset != wanted or isinstance(offset, bool):
+            raise _bad(
+                "sampler_state's offset",
+                offset,
+                f"{wanted} (batches {batches} x {per_batch} indices per batch)",
+            )
+    elif mode == "fast_forward" and saved is not None:
+        raise _bad("sampler_state", saved, "None in mode 'fast_forward'")
+    current = save_generator(plan.seed_source)._asdict().items()
+    kinds = [kind for kind, value in current if value is not None]
+    generator = state.get("generator")
+    shape = f"{{{kinds[0]!r}: state}}" if kinds else "None"
+    if kinds and (not isinstance(generator, dict) or list(generator) != kinds):
+        raise _bad("generator", generator, f"{shape} for this loader's generator")
+    if not kinds and generator is not None:
+        raise _bad("generator", generator, f"{shape}: this loader has no generator state")
 
 
 def _generator_state(saved: Any) -> GeneratorState:
@@ -132,11 +210,56 @@ def _generator_state(saved: Any) -> GeneratorState:
     if saved is None:
         return GeneratorState()
     try:
-        return GeneratorState(**saved)
+        found = GeneratorState(**saved)
     except TypeError as err:
+        raise _bad("generator", saved, "null or hold one generator kind's state") from err
+    if found.numpy is not None and not isinstance(found.numpy, dict):
+        raise _bad("generator", saved, "{'numpy': a bit_generator.state dict}")
+    if found.torch is not None and not isinstance(found.torch, str):
+        raise _bad("generator", saved, "{'torch': base64 text}")
+    return found
+
+
+def _restore(plan: LoaderPlan, saved: GeneratorState, field: Any) -> None:
+    """Put the loader's generator back; any failure is the ``generator`` field's fault."""
+    try:
+        restore_generator(plan.seed_source, saved, "this loader")
+    except (TypeError, ValueError, KeyError, IndexError, StopIteration) as err:
         raise ValueError(
-            f"state's generator must be null or hold one generator kind's state, got "
-            f"{saved!r}; pass the dict returned by DataLoader.state_dict()"
+            f"state's generator must be a state of this loader's generator "
+            f"({type(plan.seed_source).__name__}), got {short_repr(field, 200)} ({err!r}); {_FIX}"
+        ) from err
+
+
+def _load_sampler_state(plan: LoaderPlan, mode: str, saved: Any) -> None:
+    """Load the saved sampler (or dataset) state; its refusal names the ``sampler_state`` field."""
+    index_sampler = plan.index_sampler
+    load: Any = None
+    if mode == "offset":
+        target = _offset_target(index_sampler)
+        if target is None:  # pragma: no cover - _describe already matched the sampler kinds
+            raise ValueError("state mode 'offset' needs a stoker sampler")
+        load = target[0].load_state_dict
+    elif mode == "replay" and saved is not None:
+        source = _replay_source(index_sampler)
+        if source is None:
+            raise ValueError(
+                f"state holds a sampler state but {type(index_sampler).__name__} has no "
+                "load_state_dict(); load it into a loader with the same sampler"
+            )
+        load = source.load_state_dict
+    elif mode == "dataset" and saved is not None:
+        load = plan.dataset.load_state_dict
+    elif mode == "worker_states" and saved is not None:
+        check_worker_states(plan, saved)
+    if load is None:
+        return
+    try:
+        load(saved)
+    except (TypeError, ValueError, KeyError, IndexError, StopIteration) as err:
+        raise ValueError(
+            f"state's sampler_state must be a state this loader's sampler accepts, got "
+            f"{short_repr(saved, 300)}: {err}; {_FIX}"
         ) from err
 
 
@@ -267,32 +390,23 @@ class ResumeTracker:
     def load(self, plan: LoaderPlan, state: Any) -> None:
         """Check ``state`` against ``plan`` and apply it (see ``DataLoader.load_state_dict``).
 
+        Every field is checked (its type, its range, its agreement with this loader) before
+        anything is applied; a field that does not fit raises a ValueError naming it, and
+        leaves the loader as it was.
+
         Raises:
             TypeError: when ``state`` is not a dict.
-            ValueError: when it does not fit the loader.
+            ValueError: when a field does not fit the loader.
         """
         _check_fits(plan, state)
-        restore_generator(plan.seed_source, _generator_state(state.get("generator")), "this loader")
-        index_sampler = plan.index_sampler
-        mode = state["mode"]
-        saved = state["sampler_state"]
-        if mode == "offset":
-            target = _offset_target(index_sampler)
-            if target is None:  # pragma: no cover - _describe already matched the sampler kinds
-                raise ValueError("state mode 'offset' needs a stoker sampler")
-            target[0].load_state_dict(saved)
-        elif mode == "replay" and saved is not None:
-            source = _replay_source(index_sampler)
-            if source is None:
-                raise ValueError(
-                    f"state holds a sampler state but {type(index_sampler).__name__} has no "
-                    "load_state_dict(); load it into a loader with the same sampler"
-                )
-            source.load_state_dict(saved)
-        elif mode == "dataset" and saved is not None:
-            plan.dataset.load_state_dict(saved)
-        elif mode == "worker_states" and saved is not None:
-            check_worker_states(plan, saved)
+        wanted = _generator_state(state.get("generator"))
+        before = save_generator(plan.seed_source)
+        _restore(plan, wanted, state.get("generator"))
+        try:
+            _load_sampler_state(plan, state["mode"], state["sampler_state"])
+        except ValueError:
+            restore_generator(plan.seed_source, before, "this loader")  # leave it as it was
+            raise
         self._pending = state
         self._next_index = int(state["epoch"])
         self.sample_seed = state.get("sample_seed")

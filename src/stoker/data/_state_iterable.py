@@ -81,3 +81,22 @@ def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
             f"({plan.num_workers}), a next_worker and an exhausted list, got {saved!r}; "
             "pass the dict returned by DataLoader.state_dict()"
         )
+    workers_range = f"range({plan.num_workers})"
+    next_worker = saved["next_worker"]
+    if isinstance(next_worker, bool) or not 0 <= next_worker < plan.num_workers:
+        raise ValueError(
+            f"state's sampler_state's next_worker must be a worker id in {workers_range}, got "
+            f"{next_worker!r}; pass the dict returned by DataLoader.state_dict()"
+        )
+    exhausted = saved["exhausted"]
+    if (
+        not all(type(w) is int and 0 <= w < plan.num_workers for w in exhausted)
+        or len(set(exhausted)) != len(exhausted)
+        or len(exhausted) >= plan.num_workers
+    ):
+        raise ValueError(
+            f"state's sampler_state's exhausted must list distinct worker ids in "
+            f"{workers_range}, fewer than all of them (a state after every replica ended starts "
+            f"the next epoch), got {exhausted!r}; pass the dict returned by "
+            "DataLoader.state_dict()"
+        )

@@ -222,3 +222,101 @@ def test_spawn_worker_that_cannot_load_the_dataset_is_reported(
     with pytest.raises(RuntimeError, match=r"exited with exit code 1.*failed to start"):
         list(loader)
     assert time.monotonic() - start < 10
+
+
+class _EndsItsWorker(RangeDataset):
+    """Ends the worker process that fetches index ``bad``, the way ``how`` says, ``delay``
+    seconds after starting on it; index 0 takes ``first`` seconds."""
+
+    def __init__(self, n: int, bad: int, how: str, delay: float = 0.0, first: float = 0.0) -> None:
+        super().__init__(n)
+        self.bad = bad
+        self.how = how
+        self.delay = delay
+        self.first = first
+
+    def __getitem__(self, index: int) -> Any:
+        if index == 0:
+            time.sleep(self.first)
+        if index == self.bad:
+            time.sleep(self.delay)
+            if self.how == "sys.exit":
+                sys.exit(4)
+            if self.how == "KeyboardInterrupt":
+                raise KeyboardInterrupt
+            if self.how == "os._exit":
+                os._exit(3)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().__getitem__(index)
+
+
+_ENDINGS = [
+    ("sys.exit", "exit code 4"),
+    ("KeyboardInterrupt", "exit code 1"),
+    ("os._exit", "exit code 3"),
+    ("SIGKILL", "signal SIGKILL"),
+]
+
+
+@pytest.mark.parametrize(("how", "expected"), _ENDINGS)
+def test_a_dying_worker_is_always_reported_as_dead_and_closes_the_iterator(
+    how: str, expected: str
+) -> None:
+    """Over 40 fresh loaders, a worker ending at index 5 always raises the dead-worker error.
+
+    The main process may notice the death by writing the next task into the worker's closed
+    pipe: that must still read as the worker's death (its pid, how it ended, the indices it
+    held), never a bare BrokenPipeError, and the iterator ends closed: the next next()
+    raises StopIteration, never a batch.
+    """
+    for _ in range(40):
+        loader = DataLoader(
+            _EndsItsWorker(10, bad=5, how=how),
+            batch_size=2,
+            num_workers=2,
+            multiprocessing_context="fork",
+        )
+        iterator = iter(loader)
+        pid = iterator.worker_pids[0]
+        with pytest.raises(RuntimeError, match="exited unexpectedly") as caught:
+            for _batch in iterator:
+                pass
+        text = str(caught.value)
+        assert f"worker 0 (pid {pid})" in text
+        assert expected in text
+        assert "[4, 5]" in text
+        assert iterator.closed
+        with pytest.raises(StopIteration):
+            next(iterator)
+
+
+@pytest.mark.parametrize(("how", "expected"), _ENDINGS)
+def test_a_task_written_to_a_dead_worker_reports_that_death(how: str, expected: str) -> None:
+    """A task written into a dead worker's closed pipe is reported as that worker's death.
+
+    Made deterministic: worker 1 answers index 1 while worker 0 is slow on index 0, then ends
+    while it holds index 3; the consumer waits until it is gone, so the next next() delivers
+    the buffered batch 1 and writes task 5 into worker 1's closed pipe without waiting first.
+    Batches buffered before the death come in order; then the dead-worker error, then the end.
+    """
+    loader = DataLoader(
+        _EndsItsWorker(10, bad=3, how=how, delay=0.5, first=0.3),
+        batch_size=1,
+        num_workers=2,
+        multiprocessing_context="fork",
+    )
+    iterator = iter(loader)
+    pid = iterator.worker_pids[1]
+    got = [int(next(iterator)[1][0])]
+    assert not wait_all_gone([pid], within=5)
+    with pytest.raises(RuntimeError, match="exited unexpectedly") as caught:
+        got.extend(int(labels[0]) for _, labels in iterator)
+    assert got in ([0, 1], [0, 1, 2])  # batch 2 (worker 0) may come before the report
+    text = str(caught.value)
+    assert f"worker 1 (pid {pid}) {'was killed' if how == 'SIGKILL' else 'exited'}" in text
+    assert expected in text
+    assert "indices [3]" in text
+    assert "indices [5]" in text
+    assert iterator.closed
+    with pytest.raises(StopIteration):
+        next(iterator)

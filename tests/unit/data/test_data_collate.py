@@ -133,7 +133,7 @@ def test_unsupported_type_is_a_type_error() -> None:
     """An element with no rule (e.g. None or an object) is a TypeError naming its type."""
     with pytest.raises(TypeError, match="found <class 'NoneType'>"):
         default_collate([None, None])
-    with pytest.raises(TypeError, match="must hold numbers"):
+    with pytest.raises(TypeError, match=r"invalid data type 'str'.*str at positions \[1\]"):
         default_collate([1, "a"])
 
 
@@ -282,3 +282,40 @@ def test_unequal_shapes_of_one_length_still_raise() -> None:
     batch = [np.zeros((2, 3)), np.zeros((3, 2))]
     with pytest.raises(RuntimeError, match=r"shape \(2, 3\) at positions \[0\]"):
         default_collate(batch)
+
+
+@pytest.mark.parametrize(
+    ("batch", "error", "torch_text", "found"),
+    [
+        ([1.5, None], TypeError, "must be real number, not NoneType", "NoneType at positions [1]"),
+        ([1.5, "2"], TypeError, "must be real number, not str", "str at positions [1]"),
+        ([np.float32(0), "n/a"], TypeError, "invalid data type 'str'", "str at positions [1]"),
+        ([np.int64(1), None], RuntimeError, "Could not infer dtype of NoneType", "NoneType"),
+        ([np.int64(1), {"a": 1}], RuntimeError, "Could not infer dtype of dict", "dict"),
+        (
+            [1, None, 2],
+            RuntimeError,
+            "Could not infer dtype of NoneType",
+            "int at positions [0, 2]",
+        ),
+        ([np.zeros(2), "ab"], TypeError, "invalid data type 'str'", "ndarray at positions [0]"),
+        ([np.zeros(2), None], RuntimeError, "Could not infer dtype", "NoneType at positions [1]"),
+    ],
+)
+def test_a_batch_mixing_types_raises_instead_of_building_nan_string_or_object_arrays(
+    batch: list[Any], error: type[Exception], torch_text: str, found: str
+) -> None:
+    """Mixed element types raise torch's error type, torch's text first, then what was found."""
+    with pytest.raises(error) as caught:
+        default_collate(batch)
+    text = str(caught.value)
+    assert text.startswith((torch_text, f"new(): {torch_text}"))
+    assert found in text
+
+
+def test_mixed_numbers_promote_as_torch_does() -> None:
+    """An integer with a float gives the float's dtype, a Python float counting as float32."""
+    assert default_collate([np.float32(0), 1]).dtype == np.float32
+    assert default_collate([np.int64(1), 2.5]).dtype == np.float32
+    assert default_collate([1, np.float64(2.5)]).dtype == np.float64
+    assert default_collate([True, 1]).tolist() == [1, 1]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import hypothesis
+import hypothesis.strategies as hst
 import numpy as np
 import pytest
 
@@ -403,3 +406,166 @@ def test_saving_again_right_after_loading_keeps_the_position(name: str, opened: 
     third.load_state_dict(json.loads(json.dumps(second.state_dict())))
     rest = _flatten(_epochs(third, 2))
     assert (head + rest)[: len(expected)] == expected
+
+
+def _shuffled() -> DataLoader:
+    return DataLoader(Indexed(), batch_size=4, shuffle=True, generator=np.random.default_rng(7))
+
+
+def _mid_epoch_state() -> dict[str, Any]:
+    loader = _shuffled()
+    iterator = iter(loader)
+    next(iterator)
+    next(iterator)
+    return loader.state_dict()
+
+
+def _mutated(state: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    """A copy of ``state`` with the field at ``path`` (``"a.b"``: key b of field a) set."""
+    copied = json.loads(json.dumps(state))
+    *parents, key = path.split(".")
+    target = copied
+    for parent in parents:
+        target = target[parent]
+    target[key] = value
+    return copied
+
+
+def _rest(loader: DataLoader) -> list[list[Any]]:
+    """The rest of the loaded epoch, then one more epoch."""
+    return [batch.tolist() for batch in loader] + [batch.tolist() for batch in loader]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "expected"),
+    [
+        ("mode", "bogus", r"one of \['offset'\]"),
+        ("mode", "replay", r"one of \['offset'\]"),
+        ("epoch", -1, "an int >= 0"),
+        ("epoch", "1", "an int >= 0"),
+        ("batches", -3, "an int >= 0 and <= 6"),
+        ("batches", 10**9, "an int >= 0 and <= 6"),
+        ("batches", 2.0, "an int >= 0"),
+        ("batches", True, "an int >= 0"),
+        ("base_seed", "x", "an int >= 0"),
+        ("base_seed", -5, "an int >= 0"),
+        ("sample_seed", "x", "an int >= 0"),
+        ("sample_seed", 1 << 64, "an int >= 0"),
+        ("generator", {}, r"\{'numpy': state\}"),
+        ("generator", {"numpy": {"bit_generator": "PCG64"}}, "a state of this loader's gen"),
+        ("generator", {"numpy": "x"}, "bit_generator.state dict"),
+        ("generator", None, r"\{'numpy': state\}"),
+        ("sampler_state", None, "the sampler's state dict"),
+        ("sampler_state", 5, "the sampler's state dict"),
+        ("sampler_state.offset", -8, r"must be 8 \(batches 2 x 4"),
+        ("sampler_state.offset", 10**9, "must be 8"),
+        ("sampler_state.seed", "s", "an int >= 0"),
+        ("sampler_state.epoch", -2, "an int >= 0"),
+        ("sampler_state.generator_state", {}, "state this loader's sampler accepts"),
+    ],
+)
+def test_each_bad_field_raises_a_value_error_naming_it_and_changes_nothing(
+    field: str, value: Any, expected: str
+) -> None:
+    """A field of the wrong type, out of range or not agreeing with the loader is refused.
+
+    The ValueError names the field, the value and what was expected, and the loader is left as
+    it was: the unmodified state still loads and resumes exactly afterwards.
+    """
+    state = _mid_epoch_state()
+    bad = _mutated(state, field, value)
+    key = field.rsplit(".", maxsplit=1)[-1]
+    loader = _shuffled()
+    with pytest.raises(ValueError, match=key) as caught:
+        loader.load_state_dict(bad)
+    assert re.search(expected, str(caught.value)), str(caught.value)
+    assert repr(value)[:30] in str(caught.value)
+    reference = _shuffled()
+    reference.load_state_dict(state)
+    loader.load_state_dict(state)
+    assert _rest(loader) == _rest(reference)
+
+
+def test_a_value_error_leaves_the_loader_generator_as_it_was() -> None:
+    """A state whose generator loads but whose sampler_state is refused restores nothing."""
+    state = _mid_epoch_state()
+    state["sampler_state"]["length"] = N + 1
+    loader, fresh = _shuffled(), _shuffled()
+    with pytest.raises(ValueError, match="sampler_state"):
+        loader.load_state_dict(state)
+    assert _rest(loader) == _rest(fresh)
+
+
+_FREE = {"base_seed", "sample_seed", "epoch", "sampler_state.seed", "sampler_state.epoch"}
+"""Fields whose other valid values change only seeds or counters, not a batch of this test."""
+
+_PATHS = [
+    *(key for key in _mid_epoch_state() if key != "sampler_state"),
+    "sampler_state",
+    *(f"sampler_state.{key}" for key in _mid_epoch_state()["sampler_state"]),
+    "generator.numpy",
+    "generator.numpy.state",
+]
+
+_ANY_VALUE = hst.one_of(
+    hst.none(),
+    hst.booleans(),
+    hst.integers(min_value=-(2**70), max_value=2**70),
+    hst.integers(min_value=-3, max_value=30),
+    hst.floats(allow_nan=True),
+    hst.text(max_size=8),
+    hst.sampled_from(["offset", "replay", "dataset", "worker_states", "fast_forward", "map"]),
+    hst.lists(hst.integers(-2, 5), max_size=3),
+    hst.dictionaries(hst.text(max_size=4), hst.integers(-2, 5), max_size=2),
+)
+
+
+@hypothesis.settings(max_examples=150, deadline=None, derandomize=True)
+@hypothesis.given(path=hst.sampled_from(_PATHS), value=_ANY_VALUE)
+def test_a_mutated_state_is_refused_naming_its_field_or_resumes_exactly(
+    path: str, value: Any
+) -> None:
+    """Any one field of a valid state set to any value: a ValueError or TypeError that names
+    the field, never another exception; or, when accepted, exactly the original resume."""
+    state = _mid_epoch_state()
+    bad = _mutated(state, path, value)
+    loader = _shuffled()
+    try:
+        loader.load_state_dict(bad)
+    except (ValueError, TypeError) as err:
+        message: str | None = str(err)
+    else:
+        message = None
+    if message is not None:
+        assert path.split(".", maxsplit=1)[0] in message, (path, value, message)
+        return
+    if path in _FREE:
+        return
+    reference = _shuffled()
+    reference.load_state_dict(state)
+    assert _rest(loader) == _rest(reference), (path, value)
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("next_worker", 2),
+        ("next_worker", -1),
+        ("next_worker", True),
+        ("exhausted", [0, 1]),
+        ("exhausted", [5]),
+        ("exhausted", [0, 0]),
+        ("exhausted", ["0"]),
+    ],
+)
+def test_iterable_worker_state_positions_must_name_real_workers(key: str, value: Any) -> None:
+    """next_worker and exhausted must be worker ids of this loader (fewer than all exhausted)."""
+    state = DataLoader(StatefulCounting(10), batch_size=2, num_workers=2).state_dict()
+    state["sampler_state"] = {"workers": [{"position": 2}, None], "next_worker": 1, "exhausted": []}
+    state["batches"] = 1
+    state["sampler_state"][key] = value
+    loader = DataLoader(StatefulCounting(10), batch_size=2, num_workers=2)
+    with pytest.raises(
+        ValueError, match=rf"sampler_state's {key} must .*got {re.escape(repr(value))}"
+    ):
+        loader.load_state_dict(state)

@@ -70,3 +70,19 @@ def test_unanswered_setup_does_not_count_and_stop_is_refused_when_full() -> None
     pipe.close()
     assert reader.poll(5)
     reader.close()
+
+
+def test_a_closed_worker_end_marks_the_pipe_broken_instead_of_raising() -> None:
+    """Writing to a pipe whose reader is closed never raises: the pipe says it is broken.
+
+    The pool reports such a worker as dead (with its exit and held indices); a bare
+    BrokenPipeError escaping from a send would lose that report.
+    """
+    reader, pipe = _pipe()
+    reader.close()
+    pipe.send(b"task")
+    assert pipe.broken
+    pipe.send(b"another")  # later sends are dropped too, and nothing waits
+    assert not pipe.busy
+    assert not pipe.try_send_now(b"stop")
+    pipe.close()

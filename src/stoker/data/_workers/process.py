@@ -284,7 +284,8 @@ class ProcessPool:
 
         Returns:
             ``(replies, dead)``: ``(worker_id, reply)`` pairs in arrival order, and the ids of
-            workers that have exited (after reading whatever they sent before dying).
+            workers that have exited or closed their task pipe (after reading whatever they
+            sent before dying).
         """
         for pipe in self.task_pipes:
             if pipe.busy:
@@ -293,7 +294,8 @@ class ProcessPool:
                     timeout = min(timeout, HELPER_RECHECK)
         ready = self._ready(timeout)
         replies: list[tuple[int, Reply]] = []
-        dead: set[int] = set()
+        # a worker whose task pipe broke has closed its end: it is ending, it will not answer
+        dead = {worker_id for worker_id, pipe in enumerate(self.task_pipes) if pipe.broken}
         for item in ready:
             worker_id = self._owner_of[item]
             if isinstance(item, connection.Connection):

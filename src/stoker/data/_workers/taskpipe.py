@@ -14,6 +14,10 @@ against a worker that is itself blocked writing a large reply:
 * A message larger than the whole capacity (a huge list of indices, a large pickled dataset)
   is written by a short-lived helper thread once the pipe is empty, and later messages wait
   for it, so order is kept.
+* A write that fails (``BrokenPipeError``: the worker closed its end, which it does only when
+  it is ending) never raises to the caller: the pipe is marked :attr:`TaskPipe.broken`, drops
+  what waits, and the pool reports that worker as dead, with how it ended and the indices it
+  held, as for any other death.
 """
 
 from __future__ import annotations
@@ -60,14 +64,22 @@ class TaskPipe:
         self._unanswered_bytes = 0
         self._helper: threading.Thread | None = None
         self.closed = False
+        self.broken = False
 
     @property
     def busy(self) -> bool:
         """Whether messages wait to be written (the caller should call :meth:`flush` soon)."""
+        if self.broken:
+            return False
         return bool(self._pending) or (self._helper is not None and self._helper.is_alive())
 
     def send(self, payload: bytes, *, answered: bool = True) -> None:
-        """Queue ``payload`` (pickled) and write what fits; ``answered``: a reply will come."""
+        """Queue ``payload`` (pickled) and write what fits; ``answered``: a reply will come.
+
+        Never raises for a closed worker end: see :attr:`broken`.
+        """
+        if self.broken:
+            return
         self._pending.append((payload, answered))
         self.flush()
 
@@ -80,7 +92,7 @@ class TaskPipe:
 
     def flush(self) -> None:
         """Write queued messages in order while they fit; hand an oversized one to a helper."""
-        if self.closed or (self._helper is not None and self._helper.is_alive()):
+        if self.closed or self.broken or (self._helper is not None and self._helper.is_alive()):
             return
         self._helper = None
         while self._pending:
@@ -88,7 +100,8 @@ class TaskPipe:
             size = _cost(payload)
             if self._unanswered_bytes + size <= self.capacity:
                 self._pending.popleft()
-                self._writer.send_bytes(payload)
+                if not self._write(payload):
+                    return
             elif self._unanswered_bytes == 0:
                 self._pending.popleft()
                 self._helper = threading.Thread(
@@ -103,18 +116,24 @@ class TaskPipe:
             if self._helper is not None:
                 return
 
-    def _write_quietly(self, payload: bytes) -> None:
-        with contextlib.suppress(OSError, ValueError):
+    def _write(self, payload: bytes) -> bool:
+        """Write ``payload``; on failure mark the pipe broken, drop what waits, return False."""
+        try:
             self._writer.send_bytes(payload)
+        except (OSError, ValueError):  # the worker's end is closed: it is ending
+            self.broken = True
+            self._pending.clear()
+            return False
+        return True
+
+    def _write_quietly(self, payload: bytes) -> None:
+        self._write(payload)
 
     def try_send_now(self, payload: bytes) -> bool:
         """Write ``payload`` at once if it fits without waiting (used for STOP); say if sent."""
-        if self.busy or self._unanswered_bytes + _cost(payload) > self.capacity:
+        if self.broken or self.busy or self._unanswered_bytes + _cost(payload) > self.capacity:
             return False
-        with contextlib.suppress(OSError):
-            self._writer.send_bytes(payload)
-            return True
-        return False
+        return self._write(payload)
 
     def close(self) -> None:
         """Close the writing end (the worker then reads end-of-file and stops)."""
