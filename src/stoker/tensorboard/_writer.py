@@ -481,7 +481,14 @@ class SummaryWriter:
             writer.flush()
 
     def close(self) -> None:
-        """Flush and close every event file; a later ``add_*`` opens a new file."""
+        """Flush and close every event file; a later ``add_*`` opens a new file.
+
+        Every file is closed even when one of them fails; the first failure is raised after.
+
+        Raises:
+            OSError: If a write failed (a full disk, a removed log dir).
+            RuntimeError: If the files of a URL log dir could not be uploaded.
+        """
         if self.all_writers is None:
             return
         writers = list(self.all_writers.values())
@@ -493,8 +500,14 @@ class SummaryWriter:
         }
         self.file_writer = self.all_writers = None
         self._add_bytes = None
+        failure: OSError | RuntimeError | None = None
         for writer in writers:
-            writer.close()
+            try:
+                writer.close()
+            except (OSError, RuntimeError) as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> SummaryWriter:
         """Return the writer itself."""

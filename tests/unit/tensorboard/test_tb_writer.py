@@ -187,3 +187,20 @@ def test_purge_step_and_file_writer_steps_are_range_checked(tmp_path: Path, step
     with pytest.raises(ValueError, match="global_step must be an int in"):
         writer.add_summary({"value": []}, global_step=step)
     writer.close()
+
+
+def test_close_closes_every_file_when_one_fails(tmp_path: Path) -> None:
+    """A sub-run whose write failed does not leave the run's other files open; close() raises."""
+    import shutil
+
+    writer = stb.SummaryWriter(tmp_path / "run")
+    writer.add_scalars("g", {"a": 1.0, "b": 2.0}, 1)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    assert writer.all_writers is not None
+    files = list(writer.all_writers.values())
+    shutil.rmtree(tmp_path / "run" / "g_a")
+    with pytest.raises(FileNotFoundError, match="removed while the writer had it open"):
+        writer.close()
+    assert all(file.event_writer.closed for file in files)
+    assert scalar_steps(only_file(tmp_path / "run")) == [1]
