@@ -43,7 +43,7 @@ from stoker.tensorboard._read.decode import (
     parse_summary,
 )
 from stoker.tensorboard._read.errors import CorruptRecordWarning
-from stoker.tensorboard._read.files import EventFileReader
+from stoker.tensorboard._read.files import EventFileReader, pieces
 from stoker.tensorboard._read.tf2_summaries import (
     audio_from_tensor,
     histogram_from_tensor,
@@ -58,8 +58,6 @@ from stoker.tensorboard._read.values import (
 )
 
 KINDS = ("scalars", "tensors", "histograms", "images", "audio", "text", "hparams")
-# Files are read in pieces of about this size, so that memory stays bounded on huge files.
-READ_PIECE_BYTES = 16 << 20
 _HISTOGRAM_STATS = ("min", "max", "num", "sum", "sum_squares")
 # TF2-style tensor summaries of these plugins join the classic values of the same kind.
 # Their plugin names are the names of those kinds.
@@ -110,14 +108,9 @@ class RunData:
         """Read what was appended to every file since the last call; return the records read."""
         count = 0
         for path in sorted(self.files):
-            reader = self.files[path]
-            while True:
-                before = reader.position
-                records = reader.read_records(max_bytes=READ_PIECE_BYTES)
+            for records in pieces(self.files[path]):
                 count += len(records)
                 self._ingest(path, records)
-                if reader.position == before or reader.pending_bytes == 0:
-                    break
         return count
 
     def _ingest(self, path: str, records: list[tuple[int, bytes]]) -> None:
