@@ -221,9 +221,12 @@ class RunData:
             if dtype != "string":
                 raise WireError(f"text value of {tag!r} has dtype {dtype}, not string")
             texts = np.empty(strings.shape, dtype=object)
-            flat = strings.reshape(-1)
+            decoded: dict[bytes, str] = {}  # a broadcast repeats one bytes object: decode it once
             try:
-                texts.reshape(-1)[:] = [item.decode("utf-8") for item in flat]
+                texts.reshape(-1)[:] = [
+                    decoded[item] if item in decoded else decoded.setdefault(item, item.decode())
+                    for item in strings.reshape(-1)
+                ]
             except UnicodeDecodeError as err:
                 raise WireError(f"text value of {tag!r} is not UTF-8 strings") from err
             first = str(texts.reshape(-1)[0]) if texts.size else ""
