@@ -15,6 +15,7 @@ import csv
 import importlib
 import io
 import itertools
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
@@ -40,12 +41,16 @@ def _segments(run: np.ndarray[Any, Any], tag: np.ndarray[Any, Any]) -> list[int]
     return [0, *(np.flatnonzero(change) + 1).tolist(), len(run)]
 
 
-def write_csv(stream: TextIO, table: dict[str, np.ndarray[Any, Any]]) -> int:
+def write_csv(
+    stream: TextIO, table: dict[str, np.ndarray[Any, Any]], text: Callable[[str], str] = str
+) -> int:
     """Write the table (as :meth:`stoker.tensorboard.Reader.scalar_table` returns it) as CSV.
 
     Args:
         stream: A text stream opened with ``newline=""``.
         table: Columns ``run``, ``tag``, ``step``, ``wall_time`` and ``value`` of equal length.
+        text: Applied to each run and tag before quoting (``str`` keeps the data exact; the
+            command escapes non-printable characters with it when writing to a terminal).
 
     Returns:
         The number of rows written.
@@ -54,7 +59,7 @@ def write_csv(stream: TextIO, table: dict[str, np.ndarray[Any, Any]]) -> int:
     run, tag = table["run"], table["tag"]
     edges = _segments(run, tag)
     for start, stop in itertools.pairwise(edges):
-        prefix = _quoted(str(run[start]), str(tag[start]))
+        prefix = _quoted(text(str(run[start])), text(str(tag[start])))
         for first in range(start, stop, _BLOCK):
             last = min(first + _BLOCK, stop)
             steps = map(str, table["step"][first:last].tolist())

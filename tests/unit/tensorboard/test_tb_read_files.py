@@ -16,10 +16,12 @@ import threading
 import time
 import tracemalloc
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tb_stores import without_aws_credentials
 
 from stoker.tensorboard import (
     CorruptRecordWarning,
@@ -414,14 +416,9 @@ def test_text_file_given_as_the_log_dir_is_an_error(tmp_path: Path, content: byt
 
 
 @pytest.fixture
-def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """An environment where botocore finds no credentials and asks no metadata server."""
-    for name in list(os.environ):
-        if name.startswith("AWS_") and name != "AWS_CA_BUNDLE":
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """An environment where botocore finds no credentials (see tb_stores)."""
+    yield from without_aws_credentials(monkeypatch, tmp_path)
 
 
 @pytest.mark.usefixtures("no_aws_credentials")
