@@ -104,7 +104,7 @@ from stoker.tensorboard._proto.wire import (
     iter_fields,
     pack_float32,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
 )
 
 __all__ = [
@@ -194,5 +194,5 @@ __all__ = [
     "summary_of",
     "summary_value",
     "to_signed64",
-    "unpack_varints",
+    "unpack_varints_array",
 ]

@@ -43,7 +43,7 @@ from stoker.tensorboard._proto.wire import (
     pack_varints,
     to_signed32,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
     unzigzag,
     zigzag,
 )
@@ -259,7 +259,7 @@ class MessageType:
                 if wire_type == LEN and field.kind in FIXED_DTYPES:
                     items.extend(_unpack_fixed(field, raw))
                 elif wire_type == LEN and field.kind in VARINT_KINDS:
-                    items.extend(_convert_varint(field.kind, v) for v in unpack_varints(raw))
+                    items.extend(_convert_varints(field.kind, unpack_varints_array(raw)))
                 else:
                     items.append(_decode_single(field, wire_type, raw, depth))
             else:
@@ -340,6 +340,22 @@ def _convert_varint(kind: str, value: int) -> Any:
     if kind.startswith("sint"):
         return unzigzag(value)
     return value
+
+
+def _convert_varints(kind: str, values: np.ndarray[Any, np.dtype[np.uint64]]) -> list[Any]:
+    """:func:`_convert_varint` over a whole packed field at once."""
+    if kind == "bool":
+        converted: list[Any] = (values != 0).tolist()
+    elif kind in ("int64", "enum"):
+        converted = values.view(np.int64).tolist()
+    elif kind == "int32":
+        converted = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).tolist()
+    elif kind.startswith("sint"):
+        half = (values >> np.uint64(1)).view(np.int64)
+        converted = (half ^ -(values & np.uint64(1)).view(np.int64)).tolist()
+    else:
+        converted = values.tolist()
+    return converted
 
 
 def _unpack_fixed(field: Field, raw: memoryview) -> list[Any]:

@@ -58,7 +58,7 @@ from stoker.tensorboard._proto import (
     iter_fields,
     scalar_prefix_tag,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
 )
 
 __all__ = [
@@ -324,7 +324,7 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
     shape: list[int] = []
     content: bytes | None = None
     fixed: dict[int, list[bytes]] = {}
-    varints: dict[int, list[int]] = {}
+    varints: dict[int, list[np.ndarray[Any, np.dtype[np.uint64]]]] = {}
     strings: list[bytes] = []
     for number, wire_type, raw in iter_fields(data):
         if number == _DTYPE and wire_type == VARINT:
@@ -336,9 +336,9 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
         elif number in _FIXED_VALUE_FIELDS and wire_type in (LEN, I32, I64):
             fixed.setdefault(number, []).append(bytes(raw))
         elif number in _VARINT_VALUE_FIELDS and wire_type == LEN:
-            varints.setdefault(number, []).extend(unpack_varints(raw))
+            varints.setdefault(number, []).append(unpack_varints_array(raw))
         elif number in _VARINT_VALUE_FIELDS and wire_type == VARINT:
-            varints.setdefault(number, []).append(raw)
+            varints.setdefault(number, []).append(np.array([raw], dtype=np.uint64))
         elif number == _STRING_VAL and wire_type == LEN:
             strings.append(bytes(raw))
     entry = DATA_TYPE_BY_CODE.get(dtype_code)
@@ -374,7 +374,7 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
 def _repeated_values(
     dtype_code: int,
     fixed: dict[int, list[bytes]],
-    varints: dict[int, list[int]],
+    varints: dict[int, list[np.ndarray[Any, np.dtype[np.uint64]]]],
     count: int,
     limit: int,
 ) -> np.ndarray[Any, Any]:
@@ -392,7 +392,8 @@ def _repeated_values(
                 raise WireError("complex tensor values need an even number of floats")
             values = values.view(entry.content)
         return _fill(values, count, "float", limit)
-    unsigned = np.array(varints.get(number, []), dtype=np.uint64)
+    parts = varints.get(number, [])
+    unsigned = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
     if dtype_code == DT_BOOL:
         values = unsigned != 0
     elif dtype_code in (DT_HALF, DT_BFLOAT16):
