@@ -310,7 +310,10 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
             out.write(_CLEAR + text if in_place else text + "\n")
             out.flush()
         time.sleep(args.interval)
-        reader.reload()
+        try:
+            reader.reload()
+        except EventFileError as err:  # a file replaced or truncated under us, a store gone
+            raise _UsageError(str(err)) from err
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> None:
@@ -350,18 +353,12 @@ def main(args: argparse.Namespace) -> int:
     The output goes to stdout; corrupt-record warnings and errors to stderr, after the output.
     """
     command = _COMMANDS[args.logs_command]
+    caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CorruptRecordWarning)
             command(args, sys.stdout)
         sys.stdout.flush()
-        for warning in caught:
-            if issubclass(warning.category, CorruptRecordWarning):
-                sys.stderr.write(f"stoker logs: warning: {printable(str(warning.message))}\n")
-            else:
-                warnings.warn_explicit(
-                    warning.message, warning.category, warning.filename, warning.lineno
-                )
     except _UsageError as err:
         sys.stdout.flush()
         sys.stderr.write(f"stoker logs: error: {printable(str(err))}\n")
@@ -369,7 +366,6 @@ def main(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C ends --follow; anything else it interrupts, quietly
         sys.stdout.write("\n")
         sys.stdout.flush()
-        return 0
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): stop quietly, and point
         # stdout at /dev/null so that the interpreter's final flush does not fail again.
@@ -377,7 +373,19 @@ def main(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 1
+    _report(caught)
     return 0
+
+
+def _report(caught: list[warnings.WarningMessage]) -> None:
+    """Print the reader's warnings as one line each; pass any other warning on as it was."""
+    for warning in caught:
+        if issubclass(warning.category, CorruptRecordWarning):
+            sys.stderr.write(f"stoker logs: warning: {printable(str(warning.message))}\n")
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _cmd_plot(args: argparse.Namespace, out: TextIO) -> None:

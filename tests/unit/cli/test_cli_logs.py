@@ -431,15 +431,21 @@ def test_csv_to_standard_output_is_escaped_only_on_a_terminal(
     assert "run\\x1b[2J" in shown
 
 
+def _one_point_log(directory: Path) -> Path:
+    """Write one ``loss`` point into ``directory``; return its event file."""
+    with SummaryWriter(str(directory)) as writer:
+        writer.add_scalar("loss", 1.0, 1)
+    (file,) = directory.iterdir()
+    return file
+
+
 def test_reading_a_huge_file_shows_progress_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """While a long file is read, stderr (a terminal) shows how far; the line is cleared after."""
     import stoker.cli._logs as logs
 
-    with SummaryWriter(str(tmp_path)) as writer:
-        writer.add_scalar("loss", 1.0, 1)
-    (file,) = tmp_path.iterdir()
+    file = _one_point_log(tmp_path)
     with file.open("ab") as stream:
         stream.write(bytes(40 << 20))
     monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
@@ -460,8 +466,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(
     """Redirected stderr gets warnings and errors only, never progress lines."""
     import stoker.cli._logs as logs
 
-    with SummaryWriter(str(tmp_path)) as writer:
-        writer.add_scalar("loss", 1.0, 1)
+    _one_point_log(tmp_path)
     monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
     assert run_cli(["logs", "ls", str(tmp_path)]) == 0
     assert capsys.readouterr().err == ""
@@ -537,3 +542,47 @@ def test_a_log_dir_that_cannot_be_read_is_one_error_line_and_status_2(
     assert line.startswith("stoker logs: error: ")
     assert path in line
     assert re.search(message, line), line
+
+
+def _follow_with(monkeypatch: pytest.MonkeyPatch, steps: list[Any]) -> None:
+    """Make --follow's sleeps run ``steps`` in turn (callables); Ctrl-C after the last."""
+    import stoker.cli._logs as logs
+
+    pending = list(steps)
+
+    def sleep(seconds: float) -> None:
+        if not pending:
+            raise KeyboardInterrupt
+        pending.pop(0)()
+
+    monkeypatch.setattr(logs.time, "sleep", sleep)
+
+
+def test_follow_reports_damage_it_read_when_ctrl_c_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Corrupt bytes appended while --follow runs are reported as a warning line at Ctrl-C."""
+    file = _one_point_log(tmp_path)
+
+    def damage() -> None:
+        with file.open("ab") as stream:
+            stream.write(b"\xff" * 40)
+
+    _follow_with(monkeypatch, [damage])
+    assert run_cli(["logs", "show", str(tmp_path), "loss", "--follow"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("stoker logs: warning: ")
+    assert "corrupt record" in lines[0]
+
+
+def test_follow_ends_with_one_error_line_when_a_file_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file truncated under --follow is an error line and status 2, not a traceback."""
+    file = _one_point_log(tmp_path)
+    _follow_with(monkeypatch, [lambda: file.write_bytes(b"")])
+    assert run_cli(["logs", "show", str(tmp_path), "loss", "--follow"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("stoker logs: error: ")
+    assert "shorter than the saved position" in line

@@ -325,7 +325,7 @@ def test_fifo_named_like_an_event_file_is_skipped_with_a_warning(tmp_path: Path)
     fifo = tmp_path / "events.out.tfevents.2.fifo"
     os.mkfifo(fifo)
     try:
-        with pytest.warns(CorruptRecordWarning, match=r"tfevents\.2\.fifo: skipped, it is a FIFO"):
+        with pytest.warns(CorruptRecordWarning, match=r"tfevents\.2\.fifo': skipped, it is a FIFO"):
             reader = _within(10, lambda: Reader(tmp_path))
         assert reader.runs == ["."]
         with warnings.catch_warnings():
@@ -398,7 +398,7 @@ def test_unreadable_run_below_the_root_is_skipped_with_a_warning(
             frame_many([file_version_event(1.0)])
         )
     unlistable.add(str(tmp_path / "locked"))
-    with pytest.warns(CorruptRecordWarning, match="locked: cannot list this directory"):
+    with pytest.warns(CorruptRecordWarning, match="locked': cannot list this directory"):
         reader = Reader(tmp_path)
     assert reader.runs == ["ok"]
 
@@ -463,3 +463,16 @@ def test_a_web_server_index_page_is_not_taken_for_an_event_file(tmp_path: Path) 
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_paths_in_warnings_are_escaped(tmp_path: Path) -> None:
+    """A run directory named with escape sequences appears in warnings as repr writes it."""
+    run = tmp_path / "run\x1b]0;pwned\x07"
+    run.mkdir()
+    (run / "events.out.tfevents.1").write_bytes(frame(b"not an event") + b"\xff" * 40)
+    with pytest.warns(CorruptRecordWarning) as caught:
+        Reader(tmp_path)
+    assert len(caught) == 2  # a malformed event, then a corrupt stretch
+    for warning in caught:
+        assert "\x1b" not in str(warning.message)
+        assert "\\x1b]0;pwned\\x07" in str(warning.message)

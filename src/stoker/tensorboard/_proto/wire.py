@@ -184,18 +184,18 @@ def unpack_varints_array(payload: bytes | memoryview) -> np.ndarray[Any, np.dtyp
     data = np.frombuffer(payload, dtype=np.uint8)
     if data.size == 0:
         return np.zeros(0, dtype=np.uint64)
-    if data[-1] & 0x80:
-        raise WireError("truncated varint")
     if not (data & 0x80).any():
         return data.astype(np.uint64)
     ends = np.flatnonzero(data < 0x80)
-    starts = np.empty_like(ends)
-    starts[0] = 0
+    starts = np.zeros_like(ends)
     starts[1:] = ends[:-1] + 1
     lengths = ends - starts + 1
-    longest = int(lengths.max())
-    if longest > 10:
+    longest = int(lengths.max()) if lengths.size else 0
+    tail = data.size - (int(ends[-1]) + 1 if ends.size else 0)  # continuation bytes at the end
+    if longest > 10 or tail >= 10:
         raise WireError("varint longer than ten bytes")
+    if tail:
+        raise WireError("truncated varint")
     values = (data[starts] & 0x7F).astype(np.uint64)
     for group in range(1, longest):
         more = np.flatnonzero(lengths > group)

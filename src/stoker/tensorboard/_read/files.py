@@ -1,5 +1,8 @@
 """Event files on disk or in a store: finding a log dir's runs, and reading one file's records.
 
+Paths in warnings and errors are written with ``repr``, as tags are: a name made of escape
+sequences cannot reach a terminal raw through a message.
+
 Every directory below a root that holds event files is a *run*, named by its path relative to
 the root (``"."`` for the root itself); a file is an event file when :func:`is_event_file` says
 so, TensorBoard's rule. Local roots are walked with ``os.walk``, URL roots through fsspec
@@ -207,7 +210,7 @@ def find_event_files(root: str, warned: set[str] | None = None) -> dict[str, lis
         if err.filename not in seen:
             seen.add(err.filename)
             _warn(
-                f"{err.filename}: cannot list this directory ({err.strerror}); its event files "
+                f"{err.filename!r}: cannot list this directory ({err.strerror}); its event files "
                 "are skipped"
             )
 
@@ -224,7 +227,7 @@ def find_event_files(root: str, warned: set[str] | None = None) -> dict[str, lis
                 files.append(path)
             elif path not in seen:
                 seen.add(path)
-                _warn(f"{path}: skipped, {problem}")
+                _warn(f"{path!r}: skipped, {problem}")
         if files:
             run = os.path.relpath(directory, root).replace(os.sep, "/")
             runs[run] = files
@@ -248,7 +251,7 @@ def _open_local(path: str) -> BinaryIO:
     try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
-            raise EventFileError(f"{path} is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}")
+            raise EventFileError(f"{path!r} is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}")
         return os.fdopen(fd, "rb")
     except BaseException:
         os.close(fd)
@@ -288,7 +291,7 @@ def scan_records(
 def _warn_damage(source: str, damage: list[tuple[int, str]]) -> None:
     for offset, reason in damage:
         warnings.warn(
-            f"{source}: corrupt record at offset {offset} ({reason}); skipping to the next "
+            f"{source!r}: corrupt record at offset {offset} ({reason}); skipping to the next "
             "valid record",
             CorruptRecordWarning,
             stacklevel=4,
@@ -496,7 +499,7 @@ class EventFileReader:
                 size = stream.seek(0, os.SEEK_END)
                 if size < base:
                     raise EventFileError(
-                        f"{self.path} is {size} bytes, shorter than the saved position "
+                        f"{self.path!r} is {size} bytes, shorter than the saved position "
                         f"{base}; the file was truncated or replaced, read it from 0"
                     )
                 walk = _Walk(stream, self.path, size, self._progress)
@@ -504,7 +507,7 @@ class EventFileReader:
         except EventFileError:
             raise
         except OSError as err:
-            raise EventFileError(f"cannot read event file {self.path}: {err}") from err
+            raise EventFileError(f"cannot read event file {self.path!r}: {err}") from err
         except Exception as err:  # a store's own error types (fsspec backends)
             if not is_url(self.path):
                 raise

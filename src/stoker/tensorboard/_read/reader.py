@@ -79,7 +79,7 @@ def _iter_events(root: str) -> Iterator[Event]:
                         message = EVENT.decode(data)
                     except WireError as err:
                         warnings.warn(
-                            f"{file}: malformed event at offset {offset} ({err}); skipping it",
+                            f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
                             CorruptRecordWarning,
                             stacklevel=2,
                         )

@@ -138,7 +138,7 @@ class RunData:
                     self._add_value(summary_value, event)
             except WireError as err:
                 warnings.warn(
-                    f"{path}: malformed event at offset {offset} ({err}); skipping it",
+                    f"{path!r}: malformed event at offset {offset} ({err}); skipping it",
                     CorruptRecordWarning,
                     stacklevel=4,
                 )
