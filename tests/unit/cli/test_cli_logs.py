@@ -586,3 +586,23 @@ def test_follow_ends_with_one_error_line_when_a_file_is_replaced(
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("stoker logs: error: ")
     assert "shorter than the saved position" in line
+
+
+def test_ls_skips_a_fifo_named_like_an_event_file_instead_of_blocking(tmp_path: Path) -> None:
+    """`logs ls` on a dir holding a FIFO named *tfevents* lists the rest and warns (it blocked)."""
+    import subprocess
+
+    _one_point_log(tmp_path)
+    os.mkfifo(tmp_path / "events.out.tfevents.0.fifo")
+    done = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "logs", "ls", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "loss" in done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("stoker logs: warning: ")
+    assert "it is a FIFO, not a regular file" in line

@@ -394,7 +394,10 @@ class _Walk:
                 break  # the file shrank while being read
             result = scan(buffer, skipping=skipping)
             del buffer  # before a long record is read: memory is the window or the record
-            self.records.extend((pos + offset, data) for offset, data in result.records)
+            if pos == 0 and not self.records:
+                self.records = result.records  # offsets already are file offsets
+            else:
+                self.records.extend((pos + offset, data) for offset, data in result.records)
             self.damage.extend((pos + offset, reason) for offset, reason in result.damage)
             pos += result.end
             skipping = result.skipping
