@@ -1,12 +1,15 @@
-"""fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test."""
+"""fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test;
+an environment without AWS credentials."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
 
 import fsspec
+import pytest
 from fsspec.implementations import memory
 
 from stoker.tensorboard import _remote
@@ -68,3 +71,23 @@ def download(url: str, dest: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(fs.cat_file(path))
     return dest
+
+
+def without_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """An environment where botocore finds no credentials and asks no metadata server.
+
+    s3fs caches its filesystems by their arguments, credentials found included: the cache is
+    cleared after, so that later tests with credentials get a filesystem of their own. Use it
+    from a fixture: ``yield from without_aws_credentials(monkeypatch, tmp_path)``.
+    """
+    import s3fs
+
+    for name in list(os.environ):
+        if name.startswith("AWS_") and name != "AWS_CA_BUNDLE":
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "none"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "none"))
+    s3fs.S3FileSystem.clear_instance_cache()
+    yield
+    s3fs.S3FileSystem.clear_instance_cache()

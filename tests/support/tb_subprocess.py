@@ -16,3 +16,17 @@ def python_stdout(code: str, timeout: float = 60) -> str:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, check=True
     )
     return result.stdout.strip()
+
+
+def python_run(code: str, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run ``code`` with ``args`` as ``sys.argv[1:]`` in a new interpreter; return the result.
+
+    Its output is captured as text and a non-zero exit status is left to the caller to check.
+    """
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -18,6 +18,7 @@ import itertools
 import os
 import shutil
 import tempfile
+from collections.abc import Callable
 from typing import Any, TextIO
 
 import numpy as np
@@ -47,15 +48,20 @@ def _segments(run: np.ndarray[Any, Any], tag: np.ndarray[Any, Any]) -> list[int]
 
 
 def _write_rows(
-    stream: TextIO, table: dict[str, np.ndarray[Any, Any]], edges: list[int], low: int, high: int
+    stream: TextIO,
+    table: dict[str, np.ndarray[Any, Any]],
+    edges: list[int],
+    span: tuple[int, int],
+    text: Callable[[str], str],
 ) -> None:
-    """Write rows ``low`` to ``high`` (no header), one shared prefix per (run, tag) stretch."""
+    """Write rows ``span[0]`` to ``span[1]`` (no header), one prefix per (run, tag) stretch."""
+    low, high = span
     run, tag = table["run"], table["tag"]
     for begin, end in itertools.pairwise(edges):
         start, stop = max(begin, low), min(end, high)
         if start >= stop:
             continue
-        prefix = _quoted(str(run[start]), str(tag[start]))
+        prefix = _quoted(text(str(run[start])), text(str(tag[start])))
         for first in range(start, stop, _BLOCK):
             last = min(first + _BLOCK, stop)
             steps = map(str, table["step"][first:last].tolist())
@@ -76,7 +82,10 @@ def _write_rows(
 
 
 def _write_rows_forked(
-    stream: TextIO, table: dict[str, np.ndarray[Any, Any]], edges: list[int]
+    stream: TextIO,
+    table: dict[str, np.ndarray[Any, Any]],
+    edges: list[int],
+    text: Callable[[str], str],
 ) -> None:
     """Write every row with two processes: a forked child formats the second half meanwhile.
 
@@ -90,13 +99,13 @@ def _write_rows_forked(
         if pid == 0:  # pragma: no cover - the child's coverage is not collected
             code = 1
             try:
-                _write_rows(half, table, edges, middle, total)
+                _write_rows(half, table, edges, (middle, total), text)
                 half.flush()
                 code = 0
             finally:
                 os._exit(code)
         try:
-            _write_rows(stream, table, edges, 0, middle)
+            _write_rows(stream, table, edges, (0, middle), text)
         finally:
             _, status = os.waitpid(pid, 0)
         if status != 0:
@@ -106,13 +115,19 @@ def _write_rows_forked(
 
 
 def write_csv(
-    stream: TextIO, table: dict[str, np.ndarray[Any, Any]], *, processes: int | None = None
+    stream: TextIO,
+    table: dict[str, np.ndarray[Any, Any]],
+    text: Callable[[str], str] = str,
+    *,
+    processes: int | None = None,
 ) -> int:
     """Write the table (as :meth:`stoker.tensorboard.Reader.scalar_table` returns it) as CSV.
 
     Args:
         stream: A text stream opened with ``newline=""``.
         table: Columns ``run``, ``tag``, ``step``, ``wall_time`` and ``value`` of equal length.
+        text: Applied to each run and tag before quoting (``str`` keeps the data exact; the
+            command escapes non-printable characters with it when writing to a terminal).
         processes: 1 formats in this process; 2 forks a helper for half the rows. By default,
             tables of at least :data:`PARALLEL_ROWS` rows use 2 where ``fork`` exists and the
             machine has more than one core (formatting floats is most of the time).
@@ -128,9 +143,9 @@ def write_csv(
         processes = 2 if can_fork and total >= PARALLEL_ROWS else 1
     if processes == 2 and total >= 2:
         stream.flush()
-        _write_rows_forked(stream, table, edges)
+        _write_rows_forked(stream, table, edges, text)
     else:
-        _write_rows(stream, table, edges, 0, total)
+        _write_rows(stream, table, edges, (0, total), text)
     return total
 
 

@@ -10,9 +10,17 @@
 * ``stoker logs export DIR --csv FILE`` (or ``--parquet FILE`` when pyarrow is installed): every
   scalar point as rows ``run, tag, step, wall_time, value``.
 
-Errors (a missing directory, no event files, an unknown tag or run) print one line on stderr
-and exit with status 2. Corrupt records are skipped; each corrupt stretch is reported on stderr
-as a warning after the output, and the command still succeeds.
+Errors (a missing directory, no event files, an unknown tag or run, a directory that cannot be
+listed, a store that cannot be used, a file that is not an event file) print one line on stderr
+naming the path, the cause and the fix, and exit with status 2. A bad record is skipped and
+reported the same way by every subcommand: one warning line on stderr after the output, and the
+command still succeeds (``ls`` lists a tag whose values cannot be decoded as ``(malformed)``).
+
+Event files are untrusted: everything printed that came from one (run names, tags, hparams,
+warning and error lines) goes through :func:`printable`, so that escape sequences in a tag
+cannot retitle, clear or recolour the terminal. CSV written to a file keeps the data exact;
+CSV written to standard output is escaped only when that is a terminal. Reading a huge or
+badly damaged file shows its progress on stderr when stderr is a terminal.
 """
 
 from __future__ import annotations
@@ -34,11 +42,14 @@ import numpy as np
 from stoker.cli._chart import MIN_WIDTH, chart
 from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader, ScalarSeries, is_url
 
-__all__ = ["SPARK_CHARS", "main", "sparkline"]
+__all__ = ["SPARK_CHARS", "main", "printable", "sparkline"]
 
 SPARK_CHARS = "▁▂▃▄▅▆▇█"
 _CLEAR = "\x1b[H\x1b[2J"  # cursor home, clear the screen
+_CLEAR_LINE = "\r\x1b[K"
 _EXIT_ERROR = 2
+_PROGRESS_AFTER = 1.0  # seconds of reading before progress is shown
+_PROGRESS_EVERY = 0.1
 
 
 class _UsageError(Exception):
@@ -93,6 +104,49 @@ def sparkline(values: Sequence[float] | np.ndarray[Any, Any], width: int = 60) -
     return "".join(out)
 
 
+def printable(text: str) -> str:
+    """Return ``text`` with each non-printable character escaped as ``repr`` escapes it.
+
+    Control characters (``ESC``, ``BEL``, newlines), other non-printable code points (bidi
+    overrides, zero-width spaces, unassigned ones) become ``\\x1b``, ``\\n``, ``\\u202e``...;
+    printable text, non-ASCII letters included, is unchanged.
+
+    Example:
+        >>> printable("loss\\x1b]0;pwned\\x07"), printable("précision")
+        ('loss\\\\x1b]0;pwned\\\\x07', 'précision')
+    """
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
+class _Progress:
+    """Reading progress on a terminal: shown once reading has taken a second, then updated."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.started = time.monotonic()
+        self.drawn = 0.0
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.started < _PROGRESS_AFTER or now - self.drawn < _PROGRESS_EVERY:
+            return
+        self.drawn = now
+        self.stream.write(
+            f"{_CLEAR_LINE}stoker logs: reading {printable(path)}: {done >> 20} of "
+            f"{total >> 20} MiB"
+        )
+        self.stream.flush()
+
+    def done(self) -> None:
+        """Erase the progress line, if one was drawn."""
+        if self.drawn:
+            self.stream.write(_CLEAR_LINE)
+            self.stream.flush()
+            self.drawn = 0.0
+
+
 def _format_value(value: float) -> str:
     return f"{value:.8g}"
 
@@ -106,14 +160,24 @@ def _format_time(wall_time: float) -> str:
 
 
 def _open_reader(directory: str) -> Reader:
-    if not is_url(directory) and not os.path.exists(directory):
-        raise _UsageError(f"log directory {directory!r} does not exist")
+    if not is_url(directory) and not os.path.lexists(directory):
+        raise _UsageError(
+            f"log directory {directory!r} does not exist; check the spelling or pass the "
+            "log_dir given to SummaryWriter"
+        )
+    progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     try:
-        reader = Reader(directory)
+        reader = Reader(directory, progress=progress)
     except EventFileError as err:
         raise _UsageError(str(err)) from err
+    finally:
+        if progress is not None:
+            progress.done()
     if not reader.runs:
-        raise _UsageError(f"no event files (names containing 'tfevents') under {directory!r}")
+        raise _UsageError(
+            f"no event files (names containing 'tfevents') under {directory!r}; pass the "
+            "log_dir given to SummaryWriter, or a directory above it"
+        )
     return reader
 
 
@@ -127,6 +191,15 @@ def _table_lines(rows: list[list[str]]) -> list[str]:
 
 def _table(rows: list[list[str]], stream: TextIO) -> None:
     stream.write("".join(line + "\n" for line in _table_lines(rows)))
+
+
+_MALFORMED = "(malformed)"
+
+
+def _malformed(err: EventFileError) -> list[str]:
+    """Report a value the reader cannot decode as the one warning line every command prints."""
+    warnings.warn(f"{err}; skipping it", CorruptRecordWarning, stacklevel=3)
+    return ["-", "-", _MALFORMED]
 
 
 def _cmd_ls(args: argparse.Namespace, out: TextIO) -> None:
@@ -152,14 +225,22 @@ def _cmd_ls(args: argparse.Namespace, out: TextIO) -> None:
         }
         for kind, getter in getters.items():
             for tag in tags[kind]:
-                points = getter(tag, run)
+                try:
+                    points = getter(tag, run)
+                except EventFileError as err:
+                    rows.append([run, kind, tag, *_malformed(err)])
+                    continue
                 last_step = str(points[-1].step) if points else "-"
                 rows.append([run, kind, tag, str(len(points)), last_step, "-"])
         if tags["hparams"]:
-            values = reader.hparams(run)[run].hparams
+            try:
+                values = reader.hparams(run)[run].hparams
+            except EventFileError as err:
+                rows.append([run, "hparams", "_hparams_", *_malformed(err)])
+                continue
             shown = ", ".join(f"{name}={value}" for name, value in sorted(values.items()))
             rows.append([run, "hparams", "_hparams_", str(len(values)), "-", shown or "-"])
-    _table(rows, out)
+    _table([[printable(cell) for cell in row] for row in rows], out)
 
 
 def _scalars(reader: Reader, args: argparse.Namespace) -> ScalarSeries:
@@ -179,7 +260,7 @@ def _scalars(reader: Reader, args: argparse.Namespace) -> ScalarSeries:
 def _render_show(series: ScalarSeries, args: argparse.Namespace, columns: int) -> list[str]:
     """The lines of ``stoker logs show``: statistics, sparkline, chart, then the last rows."""
     count = len(series.step)
-    lines = [f"tag {args.tag}: {count} points"]
+    lines = [f"tag {printable(args.tag)}: {count} points"]
     if count == 0:
         return lines
     finite = series.value[np.isfinite(series.value)]
@@ -229,7 +310,10 @@ def _cmd_show(args: argparse.Namespace, out: TextIO) -> None:
             out.write(_CLEAR + text if in_place else text + "\n")
             out.flush()
         time.sleep(args.interval)
-        reader.reload()
+        try:
+            reader.reload()
+        except EventFileError as err:  # a file replaced or truncated under us, a store gone
+            raise _UsageError(str(err)) from err
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> None:
@@ -251,7 +335,7 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> None:
             raise _UsageError(f"cannot write {args.parquet!r}: {err}") from err
         destination = args.parquet
     elif args.csv == "-":
-        writers.write_csv(out, table)
+        writers.write_csv(out, table, text=printable if out.isatty() else str)
         return
     else:
         try:
@@ -269,25 +353,19 @@ def main(args: argparse.Namespace) -> int:
     The output goes to stdout; corrupt-record warnings and errors to stderr, after the output.
     """
     command = _COMMANDS[args.logs_command]
+    caught: list[warnings.WarningMessage] = []
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CorruptRecordWarning)
             command(args, sys.stdout)
         sys.stdout.flush()
-        for warning in caught:
-            if issubclass(warning.category, CorruptRecordWarning):
-                sys.stderr.write(f"stoker logs: warning: {warning.message}\n")
-            else:
-                warnings.warn_explicit(
-                    warning.message, warning.category, warning.filename, warning.lineno
-                )
     except _UsageError as err:
-        sys.stderr.write(f"stoker logs: error: {err}\n")
+        sys.stdout.flush()
+        sys.stderr.write(f"stoker logs: error: {printable(str(err))}\n")
         return _EXIT_ERROR
     except KeyboardInterrupt:  # Ctrl-C ends --follow; anything else it interrupts, quietly
         sys.stdout.write("\n")
         sys.stdout.flush()
-        return 0
     except BrokenPipeError:
         # The reader of our output went away (e.g. `| head`): stop quietly, and point
         # stdout at /dev/null so that the interpreter's final flush does not fail again.
@@ -295,7 +373,19 @@ def main(args: argparse.Namespace) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
         return 1
+    _report(caught)
     return 0
+
+
+def _report(caught: list[warnings.WarningMessage]) -> None:
+    """Print the reader's warnings as one line each; pass any other warning on as it was."""
+    for warning in caught:
+        if issubclass(warning.category, CorruptRecordWarning):
+            sys.stderr.write(f"stoker logs: warning: {printable(str(warning.message))}\n")
+        else:
+            warnings.warn_explicit(
+                warning.message, warning.category, warning.filename, warning.lineno
+            )
 
 
 def _cmd_plot(args: argparse.Namespace, out: TextIO) -> None:

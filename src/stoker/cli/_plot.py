@@ -82,6 +82,11 @@ def _x_values(x: str, steps: Any, wall_times: Any) -> Any:
     return dates.num2date(np.asarray(wall_times) / 86400.0)
 
 
+def _literal(text: str) -> str:
+    """Text matplotlib draws as it is: a ``$`` in a run name must not start mathtext."""
+    return text.replace("$", r"\$")
+
+
 def plot(
     reader: Reader,
     tags: Sequence[str],
@@ -143,8 +148,8 @@ def plot(
                 colour = colour_of[run]
                 if smoothing > 0:
                     chart.plot(xs, series.value, color=colour, alpha=_RAW_ALPHA, linewidth=1)
-                chart.plot(xs, smooth(series.value, smoothing), color=colour, label=run)
-            chart.set_title(tag)
+                chart.plot(xs, smooth(series.value, smoothing), color=colour, label=_literal(run))
+            chart.set_title(_literal(tag))
             chart.set_xlabel({"step": "step", "relative": "hours", "wall": "wall time"}[x])
             if log_y:
                 chart.set_yscale("log")

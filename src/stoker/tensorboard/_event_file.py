@@ -7,8 +7,16 @@ wakes when the batch reaches ``max_queue`` events, on ``flush()``/``close()``, a
 every ``flush_interval`` seconds (1 s by default), so data reaches the file quickly even when
 little is logged; every ``flush_secs`` seconds it also ``fsync``s the file. The batch is
 bounded: when the thread falls behind by ``max_queue * 256`` events or 64 MiB, callers wait for
-it, with a deadline. A write that fails stops the thread; the error is raised by the next
-``add``, ``flush`` or ``close``.
+it, with a deadline.
+
+A write that fails stops the thread, and every later ``add``, ``flush`` and ``close`` raises an
+``OSError`` of the same kind (``FileNotFoundError``, ``OSError`` with ``ENOSPC`` for a full
+disk...) naming the file and how many events were lost; until ``close()`` and a reopen, nothing
+more is accepted. A file removed while it is open (its log dir deleted) takes writes without
+error on POSIX, into a file nobody can read again: the thread checks after every write, and on
+every ``flush()``, that the file still has a name (``st_nlink``), and treats a nameless file as
+a failed write, ``FileNotFoundError`` as torch raises. ``fsync`` errors count as failed writes
+too (a network file system or a full disk may report them only there).
 
 ``flush()`` returns only once everything added before it is in the file. What happens at exit,
 in ``multiprocessing`` children and after ``os.fork()`` is ``_process_hooks``'s: every open
@@ -23,6 +31,7 @@ with its own ``file_version`` record and a name that sorts after the previous on
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 import time
@@ -39,6 +48,8 @@ _BACKLOG_EVENTS_PER_SLOT = 256
 _BACKLOG_BYTES = 64 << 20
 _WAIT_SLICE = 0.1
 _DEFAULT_TIMEOUT = 300.0
+# fsync of a file that cannot be synced (a pipe, /dev/full): nothing was lost.
+_SYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 
 class FileState:
@@ -80,7 +91,8 @@ class FileState:
         self.pending_bytes = 0
         self.added = 0
         self.written = 0
-        self.flush_requested = False
+        self.flush_requested = 0
+        self.flush_done = 0
         self.closing = False
 
     def _new_file(self) -> None:
@@ -105,12 +117,39 @@ class FileState:
         if fd is None:
             return
         try:
-            with contextlib.suppress(OSError):
-                os.fsync(fd)
+            self._check_named(fd)
+            _sync(fd)
         finally:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.dest.file_closed(self.path, empty=self.file_events == 0)
+
+    def _check_named(self, fd: int) -> None:
+        """Raise ``FileNotFoundError`` if the open file was removed: what it holds is lost."""
+        if os.fstat(fd).st_nlink == 0:
+            raise FileNotFoundError(
+                errno.ENOENT, "event file was removed while the writer had it open", self.path
+            )
+
+    def failure(self) -> OSError | RuntimeError:
+        """The error to raise for the failed write, of the same kind, naming what was lost."""
+        err = self.error
+        lost = self.added - self.written
+        if isinstance(err, FileNotFoundError):
+            hint = "recreate the log directory if it was deleted by mistake"
+        elif isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+            hint = "the disk is full: free space"
+        else:
+            hint = "check the log directory"
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else repr(err)
+        lost_text = f"{lost} event(s) were not written; " if lost else ""
+        text = (
+            f"event writer failed: {reason}; {lost_text}{hint}, then close() the writer and "
+            "log again to a new file"
+        )
+        if isinstance(err, OSError) and err.errno is not None:
+            return OSError(err.errno, text, self.path)
+        return RuntimeError(f"{text} ({self.path!r})")
 
     def open(self) -> None:
         """Create a new event file, write its version record, start the writer thread."""
@@ -132,13 +171,21 @@ class FileState:
                 os.close(self.fd)
         self.fd = None
         self.thread = None
+        self.error = None
         self._reset_sync()
         self.dest.forget_parent()
         self.closed = True
         self.reopen_on_add = True
 
     def add(self, data: bytes) -> None:
-        """Queue one encoded event."""
+        """Queue one encoded event.
+
+        Raises:
+            OSError: If an earlier write failed (see the module docstring).
+            RuntimeError: If the file is closed.
+        """
+        if self.error is not None:
+            raise self.failure() from self.error
         if self.closed:
             if self.reopen_on_add:
                 self.reopen_on_add = False
@@ -160,25 +207,27 @@ class FileState:
                     self._wait_locked(lambda: len(self.pending) < self.max_queue, "drain")
 
     def flush(self, timeout: float = _DEFAULT_TIMEOUT) -> None:
-        """Return once every event added so far is in the file."""
+        """Return once every event added so far is in the file, and the file is still there.
+
+        Raises:
+            OSError: If a write failed, now or earlier.
+        """
         if self.closed:
             return
         with self.cond:
-            target = self.added
-            self.flush_requested = True
+            self.flush_requested += 1
+            ticket = self.flush_requested
             self.cond.notify_all()
-            self._wait_locked(lambda: self.written >= target, "flush", timeout)
+            self._wait_locked(lambda: self.flush_done >= ticket, "flush", timeout)
 
     def _wait_locked(
         self, done: Callable[[], bool], what: str, timeout: float = _DEFAULT_TIMEOUT
     ) -> None:
         """Wait (holding the condition) until ``done()``, the thread dies, or the deadline."""
         deadline = time.monotonic() + timeout
-        while not done():
+        while self.error is not None or not done():
             if self.error is not None:
-                raise RuntimeError(
-                    f"event writer for {self.path!r} failed: {self.error!r}"
-                ) from self.error
+                raise self.failure() from self.error
             thread = self.thread
             if thread is None or not thread.is_alive():
                 raise RuntimeError(f"event writer thread for {self.path!r} is not running")
@@ -192,7 +241,12 @@ class FileState:
             self.cond.notify_all()
 
     def close(self, timeout: float = _DEFAULT_TIMEOUT) -> None:
-        """Flush, stop the thread, close the file and hand it over; safe to call twice."""
+        """Flush, stop the thread, close the file and hand it over; safe to call twice.
+
+        Raises:
+            OSError: If a write failed (the file is closed all the same).
+            RuntimeError: If the thread does not stop, or the destination fails.
+        """
         if self.closed:
             return
         thread = self.thread
@@ -215,16 +269,18 @@ class FileState:
                 if self.fd is not None:
                     _write_all(self.fd, frame_many(self.pending))
                     self.file_events += len(self.pending)
+                    self.written += len(self.pending)
                     self.pending = []
-        finally:
-            try:
+            self._end_file()
+        except OSError as err:
+            if self.error is None:
+                self.error = err
+            with contextlib.suppress(OSError):
                 self._end_file()
-            finally:
-                self.dest.finish(timeout)
+        finally:
+            self.dest.finish(timeout)
         if self.error is not None:
-            raise RuntimeError(f"event writer for {self.path!r} failed: {self.error!r}") from (
-                self.error
-            )
+            raise self.failure() from self.error
 
     def _wait_time(self) -> float:
         """How long the idle thread may sleep: the flush interval, or until rotation is due."""
@@ -249,13 +305,15 @@ class FileState:
         while True:
             with cond:
                 if not (
-                    len(self.pending) >= self.max_queue or self.flush_requested or self.closing
+                    len(self.pending) >= self.max_queue
+                    or self.flush_requested > self.flush_done
+                    or self.closing
                 ):
                     cond.wait(self._wait_time())
                 batch = self.pending
                 self.pending = []
                 self.pending_bytes = 0
-                self.flush_requested = False
+                flush_ticket = self.flush_requested
                 closing = self.closing
             stored = not batch
             try:
@@ -266,13 +324,21 @@ class FileState:
                     if fd is not None:
                         data = frame_many(batch)
                         _write_all(fd, data)
+                        self._check_named(fd)
                         stored = True
                         self.file_bytes += len(data)
                         self.file_events += len(batch)
                         dirty = True
+                elif flush_ticket > self.flush_done and self.fd is not None:
+                    self._check_named(self.fd)
                 if not closing:
                     self._end_file_if_due()
                     dirty = dirty and self.fd is not None
+                due = time.monotonic() - last_sync >= self.flush_secs
+                if dirty and due and self.fd is not None:
+                    _sync(self.fd)
+                    last_sync = time.monotonic()
+                    dirty = False
             except OSError as err:
                 with cond:
                     self.error = err
@@ -282,16 +348,21 @@ class FileState:
                 return
             with cond:
                 self.written += len(batch)
+                self.flush_done = max(self.flush_done, flush_ticket)
                 cond.notify_all()
-            if dirty and self.fd is not None and time.monotonic() - last_sync >= self.flush_secs:
-                with contextlib.suppress(OSError):
-                    os.fsync(self.fd)
-                last_sync = time.monotonic()
-                dirty = False
             if closing:
                 with cond:
                     if not self.pending:
                         return
+
+
+def _sync(fd: int) -> None:
+    """``fsync`` the file; an error means data may not be on disk (except where unsupported)."""
+    try:
+        os.fsync(fd)
+    except OSError as err:
+        if err.errno not in _SYNC_UNSUPPORTED:
+            raise
 
 
 def _write_all(fd: int, data: bytes) -> None:

@@ -35,7 +35,15 @@ from stoker.tensorboard._proto import (
 from stoker.tensorboard._remote import is_url
 from stoker.tensorboard._rotate import Rotation
 
-__all__ = ["EventFileWriter", "FileWriter", "check_step", "check_walltime", "message_bytes"]
+__all__ = [
+    "STEP_MAX",
+    "STEP_MIN",
+    "EventFileWriter",
+    "FileWriter",
+    "check_step",
+    "check_walltime",
+    "message_bytes",
+]
 
 
 def message_bytes(message: Any, kind: MessageType, name: str) -> bytes:
@@ -55,10 +63,31 @@ def message_bytes(message: Any, kind: MessageType, name: str) -> bytes:
     )
 
 
-def check_step(step: Any) -> int | None:
-    """Return ``step`` as an int (or ``None``), accepting NumPy and torch integers."""
-    if step is None or type(step) is int:
-        return step
+STEP_MIN = -(1 << 63)
+"""The smallest step an ``Event`` holds (its ``step`` is an int64)."""
+STEP_MAX = (1 << 63) - 1
+"""The largest step an ``Event`` holds."""
+
+
+def check_step(step: Any, name: str = "global_step") -> int | None:
+    """Return ``step`` as an int (or ``None``), accepting NumPy and torch integers.
+
+    Raises:
+        TypeError: If it is not an integer.
+        ValueError: If it is outside int64, which ``Event.step`` is (torch raises too).
+    """
+    if step is None:
+        return None
+    number = step if type(step) is int else _step_int(step, name)
+    if not STEP_MIN <= number <= STEP_MAX:
+        raise ValueError(
+            f"Value out of range: {number}; {name} must be an int in [-2**63, 2**63 - 1] "
+            f"(an Event's step is an int64), got {number!r}; pass a smaller step"
+        )
+    return number
+
+
+def _step_int(step: Any, name: str) -> int:
     try:
         return operator.index(step)
     except TypeError:
@@ -69,7 +98,7 @@ def check_step(step: Any) -> int | None:
             return int(item)
     if isinstance(step, float) and step.is_integer():
         return int(step)
-    raise TypeError(f"global_step must be an int or None, got {step!r}; pass e.g. the epoch number")
+    raise TypeError(f"{name} must be an int or None, got {step!r}; pass e.g. the epoch number")
 
 
 def check_walltime(walltime: Any) -> float:
@@ -236,7 +265,7 @@ class FileWriter:
         """
         data = message_bytes(event, EVENT, "event")
         self.event_writer.add_event_bytes(
-            set_time_and_step(data, check_walltime(walltime), check_step(step))
+            set_time_and_step(data, check_walltime(walltime), check_step(step, "step"))
         )
 
     def add_summary(self, summary: Any, global_step: Any = None, walltime: Any = None) -> None:

@@ -17,15 +17,17 @@ Every event file a writer opens is registered here (:func:`track`) until it is c
 
 Each hook is installed once per process, the first time a file needs it. After ``SIGKILL``
 nothing runs: what the writer thread had not written yet (at most the last flush interval) is
-lost.
+lost. A file whose writes failed (a full disk, a removed log dir) and that the program never
+closed itself is reported when the hooks close it: a ``RuntimeWarning`` on stderr naming the
+file, the error and the events lost, since there is no caller left to raise to.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 import threading
+import warnings
 import weakref
 from typing import Protocol
 
@@ -73,11 +75,16 @@ def untrack(state: OpenFile) -> None:
 
 
 def close_quietly(state: OpenFile) -> None:
-    """Close at garbage collection or interpreter exit, logging instead of raising."""
+    """Close at garbage collection or interpreter exit; a failure becomes a RuntimeWarning."""
     try:
         state.close()
-    except RuntimeError:
-        logging.getLogger(__name__).exception("closing event file %s failed", state.path)
+    except (OSError, RuntimeError) as err:
+        warnings.warn(
+            f"stoker.tensorboard: closing event file {state.path} at exit or garbage "
+            f"collection: {err}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
 
 
 def _reset_after_fork() -> None:

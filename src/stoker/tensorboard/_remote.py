@@ -6,9 +6,10 @@ optional and imported only when a URL is used; a missing fsspec (or a missing pr
 such as s3fs) raises an ``ImportError`` that says what to install.
 
 Writers stage files locally and upload each closed one (``_destination.RemoteDestination``).
-Readers use :func:`find_runs` / :func:`list_event_files` to find the event files of a URL log
-dir and :func:`open_binary` to read one; uploaded event files never change after they appear,
-so a reader that has read a remote file to its end is done with it.
+Readers use :func:`stat` to check a URL, :func:`find_runs` / :func:`list_event_files` to find
+the event files of a URL log dir and :func:`open_binary` to read one; uploaded event files
+never change after they appear, so a reader that has read a remote file to its end is done
+with it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from typing import Any, BinaryIO, cast
 from stoker.tensorboard._rotate import is_event_file
 
 __all__ = [
-    "exists",
     "filesystem",
     "find_runs",
     "is_url",
@@ -29,6 +29,7 @@ __all__ = [
     "list_event_files",
     "local_path",
     "open_binary",
+    "stat",
 ]
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
@@ -114,11 +115,19 @@ def _url_of(fs: Any, path: str) -> str:
     return str(fs.unstrip_protocol(path))
 
 
-def exists(url: str, storage_options: Mapping[str, Any] | None = None) -> bool:
-    """Tell whether ``url`` names an existing file or directory (prefix) in its store."""
+def stat(url: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Return fsspec's ``info`` of ``url``: a file or a directory (prefix) in its store.
+
+    Unlike fsspec's ``exists``, which answers False for any error, this lets a store's own
+    errors (no credentials, an unreachable server) through.
+
+    Raises:
+        FileNotFoundError: If ``url`` names nothing.
+        ImportError: If fsspec or the protocol's package is missing.
+    """
     fs, path = filesystem(url, storage_options)
     fs.invalidate_cache(path)
-    return bool(fs.exists(path))
+    return dict(fs.info(path))
 
 
 def find_runs(url: str, storage_options: Mapping[str, Any] | None = None) -> dict[str, list[str]]:

@@ -19,7 +19,13 @@ from typing import Any
 
 import stoker.tensorboard._summary as summaries
 from stoker.tensorboard._destination import RemoteDestination
-from stoker.tensorboard._file_writer import FileWriter, check_step, check_walltime
+from stoker.tensorboard._file_writer import (
+    STEP_MAX,
+    STEP_MIN,
+    FileWriter,
+    check_step,
+    check_walltime,
+)
 from stoker.tensorboard._proto import event_bytes
 from stoker.tensorboard._remote import is_url, join
 from stoker.tensorboard._rotate import unique_subdir
@@ -82,7 +88,7 @@ class SummaryWriter:
             stamp = datetime.now().strftime("%b%d_%H-%M-%S")
             log_dir = os.path.join("runs", f"{stamp}_{socket.gethostname()}{comment}")
         self.log_dir = os.fspath(log_dir)
-        self.purge_step = check_step(purge_step)
+        self.purge_step = check_step(purge_step, "purge_step")
         self.max_queue = max_queue
         self.flush_secs = flush_secs
         self.filename_suffix = filename_suffix
@@ -198,7 +204,9 @@ class SummaryWriter:
         value = (
             scalar_value if type(scalar_value) is float else summaries.scalar_to_float(scalar_value)
         )
-        step = global_step if type(global_step) is int else check_step(global_step)
+        step: int | None = global_step
+        if type(step) is not int or not STEP_MIN <= step <= STEP_MAX:
+            step = check_step(global_step)
         wall = time.time() if walltime is None else check_walltime(walltime)
         if new_style:
             summary = summaries.scalar(tag, value, True, double_precision)
@@ -473,7 +481,14 @@ class SummaryWriter:
             writer.flush()
 
     def close(self) -> None:
-        """Flush and close every event file; a later ``add_*`` opens a new file."""
+        """Flush and close every event file; a later ``add_*`` opens a new file.
+
+        Every file is closed even when one of them fails; the first failure is raised after.
+
+        Raises:
+            OSError: If a write failed (a full disk, a removed log dir).
+            RuntimeError: If the files of a URL log dir could not be uploaded.
+        """
         if self.all_writers is None:
             return
         writers = list(self.all_writers.values())
@@ -485,8 +500,14 @@ class SummaryWriter:
         }
         self.file_writer = self.all_writers = None
         self._add_bytes = None
+        failure: OSError | RuntimeError | None = None
         for writer in writers:
-            writer.close()
+            try:
+                writer.close()
+            except (OSError, RuntimeError) as err:
+                failure = failure or err
+        if failure is not None:
+            raise failure
 
     def __enter__(self) -> SummaryWriter:
         """Return the writer itself."""

@@ -9,20 +9,25 @@ import io
 import math
 import os
 import pty
+import re
 import select
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
+from tb_events import write_raw_events
+from tb_stores import without_aws_credentials
 
 from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
 from stoker.cli._logs import SPARK_CHARS, sparkline
 from stoker.tensorboard import Reader, SummaryWriter
+from stoker.tensorboard._proto import wire
 
 
 def run_cli(argv: Sequence[str]) -> int:
@@ -282,3 +287,322 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
     assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
     assert os.WEXITSTATUS(status) == 0
     assert b"Traceback" not in rest
+
+
+def _hparams_event(content: bytes) -> dict[str, Any]:
+    metadata = {"plugin_data": {"plugin_name": "hparams", "content": content}}
+    return {"summary": {"value": [{"tag": "_hparams_/session_start_info", "metadata": metadata}]}}
+
+
+def _deeply_nested_hparams(depth: int) -> bytes:
+    """session_start_info.hparams["lr"] holding a Value nested ``depth`` lists deep."""
+    value = b""
+    for _ in range(depth):
+        value = wire.length_delimited(6, wire.length_delimited(1, value))  # list_value.values
+    entry = wire.length_delimited(1, b"lr") + wire.length_delimited(2, value)
+    return wire.length_delimited(3, wire.length_delimited(1, entry))
+
+
+@pytest.fixture
+def damaged(tmp_path: Path) -> Path:
+    """Runs that each hold one thing the reader cannot decode, next to good scalars."""
+    bad_tensor = {"dtype": 1, "tensor_shape": {"dim": [{"size": 3}]}, "tensor_content": b"\0" * 5}
+    scalar = {"summary": {"value": [{"tag": "loss", "simple_value": 0.5}]}, "step": 1}
+    write_raw_events(
+        tmp_path / "tensor", [scalar, {"summary": {"value": [{"tag": "t", "tensor": bad_tensor}]}}]
+    )
+    write_raw_events(tmp_path / "garbage_hparams", [scalar, _hparams_event(b"\xff\xff\xff")])
+    write_raw_events(
+        tmp_path / "deep_hparams", [scalar, _hparams_event(_deeply_nested_hparams(5000))]
+    )
+    path = write_raw_events(tmp_path / "corrupt", [scalar, scalar])
+    (file,) = path.iterdir()
+    data = bytearray(file.read_bytes())
+    data[-3] ^= 0xFF  # the last record's data checksum
+    file.write_bytes(bytes(data))
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["ls", "show", "export", "plot"])
+def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
+    damaged: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
+    line on stderr, and the command prints everything else and exits 0 (ls used to crash)."""
+    argv = {
+        "ls": ["logs", "ls", str(damaged)],
+        "show": ["logs", "show", str(damaged), "loss", "--run", "corrupt"],
+        "export": ["logs", "export", str(damaged), "--csv", "-"],
+        "plot": ["logs", "plot", str(damaged), "loss", "-o", str(tmp_path / "x.png")],
+    }[command]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    lines = captured.err.splitlines()
+    assert lines
+    assert all(line.startswith("stoker logs: warning: ") for line in lines), lines
+    assert sum("corrupt record" in line for line in lines) == 1
+    if command == "ls":
+        assert len(lines) == 4
+        assert sum("malformed" in line for line in lines) == 3
+        rows = {(row[0], row[1]): row for row in _rows(captured.out)[1:]}
+        for key in (
+            ("tensor", "tensors"),
+            ("garbage_hparams", "hparams"),
+            ("deep_hparams", "hparams"),
+        ):
+            assert rows[key][-1] == "(malformed)"
+        assert rows[("tensor", "scalars")][3] == "1"
+    if command == "export":
+        assert captured.out.count("loss") == 4  # one point per run: the corrupt run kept its first
+
+
+_HOSTILE = "loss\x1b]0;pwned\x07\x1b[2J\x1b[31m\u202e"
+
+
+@pytest.fixture
+def hostile(tmp_path: Path) -> Path:
+    """A run, a tag, hparams and text carrying terminal escape sequences, and a corrupt record."""
+    run = tmp_path / "run\x1b[2J"
+    with SummaryWriter(str(run)) as writer:
+        writer.add_scalar(_HOSTILE, 1.0, 1)
+        writer.add_text("note\x1b[5m", "x", 1)
+        writer.add_hparams({"lr\x1b[1m": "fast\x1b]0;t\x07"}, {}, same_run=True)
+    (file,) = run.iterdir()
+    with file.open("ab") as stream:
+        stream.write(b"\x1b[2J garbage")
+    return tmp_path
+
+
+@pytest.mark.parametrize("command", ["ls", "show", "export"])
+def test_nothing_printed_from_a_file_reaches_the_terminal_raw(
+    hostile: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """Escape sequences in run names, tags, hparams and warnings are printed escaped."""
+    argv = {
+        "ls": ["logs", "ls", str(hostile)],
+        "show": ["logs", "show", str(hostile), _HOSTILE],
+        "export": ["logs", "export", str(hostile), "--csv", str(hostile / "out.csv")],
+    }[command]
+    assert run_cli(argv) == 0
+    captured = capsys.readouterr()
+    for stream in (captured.out, captured.err):
+        assert "\x1b" not in stream
+        assert "\x07" not in stream
+        assert "\u202e" not in stream
+    assert "\\x1b" in captured.err  # the warning names the run's directory, escaped
+    if command == "ls":
+        assert "run\\x1b[2J" in captured.out
+        assert "loss\\x1b]0;pwned\\x07\\x1b[2J\\x1b[31m\\u202e" in captured.out
+        assert "lr\\x1b[1m=fast\\x1b]0;t\\x07" in captured.out
+    if command == "export":  # a file keeps the data exact
+        with (hostile / "out.csv").open(newline="", encoding="utf-8") as stream:
+            rows = list(csv.reader(stream))
+        assert rows[1][:2] == ["run\x1b[2J", _HOSTILE]
+
+
+def test_error_lines_are_escaped_too(hostile: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An error naming a tag or path from the file escapes it as well."""
+    assert run_cli(["logs", "show", str(hostile), "nope\x1b[2J"]) == 2
+    captured = capsys.readouterr()
+    assert "\x1b" not in captured.err
+    assert captured.err.startswith("stoker logs: error: ")
+
+
+class _Terminal(io.StringIO):
+    """A text stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        """Pretend to be one."""
+        return True
+
+
+def test_csv_to_standard_output_is_escaped_only_on_a_terminal(
+    hostile: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--csv -` into a pipe is the exact data; onto a terminal, control characters are escaped."""
+    assert run_cli(["logs", "export", str(hostile), "--csv", "-"]) == 0
+    piped = capsys.readouterr().out
+    assert list(csv.reader(io.StringIO(piped)))[1][:2] == ["run\x1b[2J", _HOSTILE]
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stdout", terminal)
+    assert run_cli(["logs", "export", str(hostile), "--csv", "-"]) == 0
+    shown = terminal.getvalue()
+    assert "\x1b" not in shown
+    assert "run\\x1b[2J" in shown
+
+
+def _one_point_log(directory: Path) -> Path:
+    """Write one ``loss`` point into ``directory``; return its event file."""
+    with SummaryWriter(str(directory)) as writer:
+        writer.add_scalar("loss", 1.0, 1)
+    (file,) = directory.iterdir()
+    return file
+
+
+def test_reading_a_huge_file_shows_progress_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """While a long file is read, stderr (a terminal) shows how far; the line is cleared after."""
+    import stoker.cli._logs as logs
+
+    file = _one_point_log(tmp_path)
+    with file.open("ab") as stream:
+        stream.write(bytes(40 << 20))
+    monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
+    monkeypatch.setattr(logs, "_PROGRESS_EVERY", 0.0)
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    assert run_cli(["logs", "show", str(tmp_path), "loss"]) == 0
+    shown = terminal.getvalue()
+    assert "stoker logs: reading " in shown
+    assert "of 40 MiB" in shown
+    assert shown.count("\r\x1b[K") >= 2  # each update redraws the line; the last one clears it
+    assert "tag loss: 1 points" in capsys.readouterr().out
+
+
+def test_no_progress_when_stderr_is_not_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Redirected stderr gets warnings and errors only, never progress lines."""
+    import stoker.cli._logs as logs
+
+    _one_point_log(tmp_path)
+    monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
+    assert run_cli(["logs", "ls", str(tmp_path)]) == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.fixture
+def no_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
+    """An environment where botocore finds no credentials (see tb_stores)."""
+    yield from without_aws_credentials(monkeypatch, tmp_path)
+
+
+@pytest.fixture
+def unreadable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory holding a text file, a FIFO, and ``locked``, a directory that cannot be listed.
+
+    ``locked`` is refused by a patched os.scandir (what os.walk lists with), as for a user
+    without read permission on it: the tests run as root, who may list anything.
+    """
+    (tmp_path / "locked").mkdir()
+    (tmp_path / "locked" / "events.out.tfevents.1").write_bytes(b"")
+    (tmp_path / "notes.txt").write_text("my notes\n")
+    os.mkfifo(tmp_path / "pipe")
+    directory = tmp_path / "locked"
+    real = os.scandir
+
+    def scandir(path: Any = ".") -> Any:
+        if os.path.abspath(os.fspath(path)) == str(directory):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    return tmp_path
+
+
+@pytest.mark.usefixtures("no_aws_credentials")
+@pytest.mark.parametrize("command", ["ls", "show", "export", "plot"])
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ("gs://bucket/run", "needs gcsfs; install it with pip install gcsfs"),
+        ("nosuchproto://bucket/run", "fsspec knows no nosuchproto:// protocol"),
+        ("s3://bucket/run", "no credentials|needs credentials"),
+        ("{tmp}/locked", "cannot list log directory .* Permission denied; check its permissions"),
+        ("{tmp}/notes.txt", "a file that is not an event file"),
+        ("{tmp}/pipe", "a FIFO; event files are regular files"),
+        ("{tmp}/missing", "does not exist; check the spelling"),
+    ],
+    ids=[
+        "no-backend",
+        "unknown-protocol",
+        "no-credentials",
+        "unlistable",
+        "text",
+        "fifo",
+        "missing",
+    ],
+)
+def test_a_log_dir_that_cannot_be_read_is_one_error_line_and_status_2(
+    unreadable: Path, capsys: pytest.CaptureFixture[str], command: str, where: str, message: str
+) -> None:
+    """Each way a log dir cannot be read is one line on stderr naming it, the cause and the fix."""
+    path = where.format(tmp=unreadable)
+    argv = {
+        "ls": ["logs", "ls", path],
+        "show": ["logs", "show", path, "loss"],
+        "export": ["logs", "export", path, "--csv", "-"],
+        "plot": ["logs", "plot", path, "loss", "-o", str(unreadable / "x.png")],
+    }[command]
+    assert run_cli(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("stoker logs: error: ")
+    assert path in line
+    assert re.search(message, line), line
+
+
+def _follow_with(monkeypatch: pytest.MonkeyPatch, steps: list[Any]) -> None:
+    """Make --follow's sleeps run ``steps`` in turn (callables); Ctrl-C after the last."""
+    import stoker.cli._logs as logs
+
+    pending = list(steps)
+
+    def sleep(seconds: float) -> None:
+        if not pending:
+            raise KeyboardInterrupt
+        pending.pop(0)()
+
+    monkeypatch.setattr(logs.time, "sleep", sleep)
+
+
+def test_follow_reports_damage_it_read_when_ctrl_c_ends_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Corrupt bytes appended while --follow runs are reported as a warning line at Ctrl-C."""
+    file = _one_point_log(tmp_path)
+
+    def damage() -> None:
+        with file.open("ab") as stream:
+            stream.write(b"\xff" * 40)
+
+    _follow_with(monkeypatch, [damage])
+    assert run_cli(["logs", "show", str(tmp_path), "loss", "--follow"]) == 0
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("stoker logs: warning: ")
+    assert "corrupt record" in lines[0]
+
+
+def test_follow_ends_with_one_error_line_when_a_file_is_replaced(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file truncated under --follow is an error line and status 2, not a traceback."""
+    file = _one_point_log(tmp_path)
+    _follow_with(monkeypatch, [lambda: file.write_bytes(b"")])
+    assert run_cli(["logs", "show", str(tmp_path), "loss", "--follow"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("stoker logs: error: ")
+    assert "shorter than the saved position" in line
+
+
+def test_ls_skips_a_fifo_named_like_an_event_file_instead_of_blocking(tmp_path: Path) -> None:
+    """`logs ls` on a dir holding a FIFO named *tfevents* lists the rest and warns (it blocked)."""
+    import subprocess
+
+    _one_point_log(tmp_path)
+    os.mkfifo(tmp_path / "events.out.tfevents.0.fifo")
+    done = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "logs", "ls", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "loss" in done.stdout
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("stoker logs: warning: ")
+    assert "it is a FIFO, not a regular file" in line

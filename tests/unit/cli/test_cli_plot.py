@@ -127,3 +127,15 @@ def test_plot_without_matplotlib_names_the_extra(logdir: Path, tmp_path: Path) -
     )
     assert done.returncode == 2
     assert "pip install 'stoker[matplotlib]'" in done.stderr
+
+
+def test_run_names_and_tags_with_dollars_are_drawn_as_they_are(tmp_path: Path) -> None:
+    """A run directory named like mathtext ("$\\frac$") is drawn literally, not parsed (which
+    failed the whole plot)."""
+    tag = r"loss$\sqrt$"
+    with SummaryWriter(str(tmp_path / r"run$\frac$")) as writer:
+        for step in range(5):
+            writer.add_scalar(tag, float(step), step)
+    done = _stoker("logs", "plot", str(tmp_path), tag, "-o", str(tmp_path / "x.png"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "x.png").stat().st_size > 0

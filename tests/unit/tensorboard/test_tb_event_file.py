@@ -1,12 +1,22 @@
-"""One writer's event files: naming, the first record, flushing, a bounded queue, failed writes."""
+"""One writer's event files: naming, the first record, flushing, a bounded queue, failed writes.
+
+A full disk is the real thing: the event file's descriptor is replaced (``dup2``) by one of
+``/dev/full``, whose writes fail with ``ENOSPC`` in the kernel, so the writer meets the error a
+full file system gives, with no patched function and no root-only mount.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
 import re
+import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tb_events import file_events, only_file, scalar_steps
@@ -93,9 +103,139 @@ def test_writer_thread_failure_surfaces_instead_of_hanging(tmp_path: Path) -> No
     os.close(state.fd)
     writer.add_event({"step": 1, "file_version": "x"})
     started = time.monotonic()
-    with pytest.raises(RuntimeError, match="failed"):
+    with pytest.raises(OSError, match="failed") as raised:
         writer.flush()
+    assert raised.value.errno == errno.EBADF
     assert time.monotonic() - started < 5
-    with pytest.raises(RuntimeError, match="Bad file descriptor"):
+    with pytest.raises(OSError, match="Bad file descriptor"):
         writer.close()
     writer.close()
+
+
+def _state(writer: stb.SummaryWriter) -> Any:
+    assert writer.file_writer is not None
+    return writer.file_writer.event_writer._state
+
+
+def _wait_for_failure(writer: stb.SummaryWriter) -> None:
+    """Wait until the writer thread has met the failure (its next write, within ~1 s)."""
+    deadline = time.monotonic() + 10
+    while _state(writer).error is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _state(writer).error is not None
+
+
+def _fill_disk(writer: stb.SummaryWriter) -> None:
+    """Point the writer's open event file at /dev/full: every later write fails with ENOSPC."""
+    full = os.open("/dev/full", os.O_WRONLY)
+    try:
+        os.dup2(full, _state(writer).fd)
+    finally:
+        os.close(full)
+
+
+_NEXT_CALLS: dict[str, Callable[[stb.SummaryWriter], None]] = {
+    "flush": lambda writer: writer.flush(),
+    "close": lambda writer: writer.close(),
+    "add_scalar": lambda writer: writer.add_scalar("x", 3.0, 3),
+    "add_text": lambda writer: writer.add_text("t", "x", 3),
+}
+
+
+@pytest.mark.parametrize("call", list(_NEXT_CALLS))
+def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, call: str) -> None:
+    """Deleting the log dir of an open writer is FileNotFoundError at the next call, as in torch.
+
+    The open file still takes writes once it has no name, so without a check every later point
+    would vanish; flush() finds out at once, add_* once the thread has written (<= ~1 s).
+    """
+    logdir = tmp_path / "run"
+    writer = stb.SummaryWriter(logdir)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    shutil.rmtree(logdir)
+    if call.startswith("add"):
+        writer.add_scalar("x", 2.0, 2)  # accepted: nothing has been written since the removal
+        _wait_for_failure(writer)
+    with pytest.raises(FileNotFoundError, match="removed while the writer had it open") as raised:
+        _NEXT_CALLS[call](writer)
+    assert ("1 event(s) were not written" in str(raised.value)) == call.startswith("add")
+    for later in ("add_scalar", "flush"):
+        if call != "close":
+            with pytest.raises(FileNotFoundError):
+                _NEXT_CALLS[later](writer)
+    with contextlib.suppress(FileNotFoundError):
+        writer.close()
+    assert not logdir.exists() or call == "close"
+
+
+def test_full_disk_makes_the_next_add_raise_enospc(tmp_path: Path) -> None:
+    """Once a write has failed with ENOSPC, the very next add_* raises it, and so does every call.
+
+    The old writer kept accepting points until its backlog (max_queue * 256) was full.
+    """
+    writer = stb.SummaryWriter(tmp_path)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    _fill_disk(writer)
+    writer.add_scalar("x", 2.0, 2)
+    _wait_for_failure(writer)
+    with pytest.raises(OSError, match="disk is full") as raised:
+        writer.add_scalar("x", 3.0, 3)
+    assert raised.value.errno == errno.ENOSPC
+    assert raised.value.filename == _state(writer).path
+    for call in ("add_scalar", "add_text", "flush", "close"):
+        with pytest.raises(OSError, match="No space left on device"):
+            _NEXT_CALLS[call](writer)
+    assert scalar_steps(only_file(tmp_path)) == [1]
+
+
+def test_full_disk_stops_a_tight_loop_of_adds_with_enospc(tmp_path: Path) -> None:
+    """A loop that never pauses is stopped by ENOSPC too, before the backlog bound fills."""
+    writer = stb.SummaryWriter(tmp_path)
+    _fill_disk(writer)
+    accepted = 0
+    error: OSError | None = None
+    for step in range(100_000):
+        try:
+            writer.add_scalar("x", 1.0, step)
+        except OSError as err:
+            error = err
+            break
+        accepted += 1
+    assert error is not None
+    assert error.errno == errno.ENOSPC
+    assert accepted < 10 * 256
+    with pytest.raises(OSError, match="No space left on device"):
+        writer.close()
+
+
+def test_full_disk_after_the_last_add_raises_at_flush(tmp_path: Path) -> None:
+    """A write that fails after the last add_* (the thread writes later) surfaces at flush()."""
+    writer = stb.SummaryWriter(tmp_path)
+    _fill_disk(writer)
+    writer.add_scalar("x", 1.0, 1)
+    _wait_for_failure(writer)
+    with pytest.raises(OSError, match="disk is full") as raised:
+        writer.flush()
+    assert raised.value.errno == errno.ENOSPC
+    with pytest.raises(OSError, match="disk is full"):
+        writer.close()
+    writer.close()  # closed now: a second close() has nothing left to report
+
+
+def test_fsync_error_at_close_is_a_failed_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An error that only fsync reports (EIO from a network disk) is raised, not swallowed."""
+    writer = stb.SummaryWriter(tmp_path)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+
+    def failing_fsync(fd: int) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fsync", failing_fsync)
+    with pytest.raises(OSError, match="Input/output error") as raised:
+        writer.close()
+    assert raised.value.errno == errno.EIO

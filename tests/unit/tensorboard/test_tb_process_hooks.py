@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from tb_events import only_file, scalar_steps
+from tb_subprocess import python_run
 
 import stoker.tensorboard as stb
 
@@ -32,15 +33,39 @@ if sys.argv[2] == "raise":
 @pytest.mark.parametrize("how", ["normal", "raise"])
 def test_exit_without_close_loses_nothing(tmp_path: Path, how: str) -> None:
     """A normal exit or an uncaught exception without close() still writes every event."""
-    result = subprocess.run(
-        [sys.executable, "-c", _EXIT_SCRIPT, str(tmp_path), how],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    result = python_run(_EXIT_SCRIPT, str(tmp_path), how)
     assert result.returncode == (1 if how == "raise" else 0), result.stderr
     assert scalar_steps(only_file(tmp_path)) == list(range(3000))
+
+
+_EXIT_AFTER_FAILURE = """
+import os, shutil, sys
+from stoker.tensorboard import SummaryWriter
+writer = SummaryWriter(sys.argv[1])
+writer.add_scalar("x", 1.0, 1)
+writer.flush()
+if sys.argv[2] == "full":
+    full = os.open("/dev/full", os.O_WRONLY)
+    os.dup2(full, writer.file_writer.event_writer._state.fd)
+else:
+    shutil.rmtree(sys.argv[1])
+writer.add_scalar("x", 2.0, 2)
+"""
+
+
+@pytest.mark.parametrize(
+    ("how", "error"), [("full", "No space left on device"), ("removed", "removed")]
+)
+def test_failed_write_never_reported_warns_on_stderr_at_exit(
+    tmp_path: Path, how: str, error: str
+) -> None:
+    """A program that exits without another call after a failed write still hears of it."""
+    logdir = tmp_path / "run"
+    result = python_run(_EXIT_AFTER_FAILURE, str(logdir), how)
+    assert "RuntimeWarning" in result.stderr, result.stderr
+    assert error in result.stderr
+    assert "1 event(s) were not written" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 _KILL_SCRIPT = """

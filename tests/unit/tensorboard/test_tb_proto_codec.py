@@ -100,3 +100,24 @@ def test_nesting_deeper_than_the_limit_raises_wire_error() -> None:
         value = wire.key(1, wire.LEN) + wire.encode_varint(len(inner)) + inner
     with pytest.raises(WireError, match="nested more than 100"):
         pb.LIST_VALUE.decode(value)
+
+
+@pytest.mark.parametrize(
+    ("message", "values"),
+    [
+        (pb.EVENT, {"step": 2**63}),
+        (pb.EVENT, {"step": -(2**63) - 1}),
+        (pb.TENSOR, {"dtype": 2**31}),
+        (pb.TENSOR, {"int_val": [2**31]}),
+        (pb.TENSOR, {"int64_val": [2**64]}),
+        (pb.TENSOR, {"uint32_val": [-1]}),
+        (pb.TENSOR, {"uint64_val": [2**64]}),
+        (pb.TENSOR_SHAPE_DIM, {"size": 2**63}),
+    ],
+)
+def test_integers_outside_their_field_type_raise_instead_of_wrapping(
+    message: pb.MessageType, values: dict[str, object]
+) -> None:
+    """An int that does not fit its field's type raises ValueError as protobuf does."""
+    with pytest.raises(ValueError, match="Value out of range"):
+        message.encode(values)

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from stoker.tensorboard._proto import file_version_event, frame, frame_many, masked_crc32c, scan
+from stoker.tensorboard._proto.records import next_header
 
 # The file_version record used as a test vector by TensorBoard's Rust data server (tf_record.rs).
 _GOLDEN_PAYLOAD = b"\x09\x00\x00\x80\x38\x99\xd6\xd7\x41\x1a\x0dbrain.Event:2"
@@ -68,4 +69,44 @@ def test_damaged_records_are_waited_for_or_reported(damage: object, reason: str 
 
 def test_empty_buffer_ends_cleanly() -> None:
     """A buffer with no bytes left yields no record and no damage."""
-    assert tuple(scan(b"")) == ([], 0, False, [])
+    assert tuple(scan(b"")) == ([], 0, False, [], 0)
+
+
+def _first_header_by_hand(buffer: bytes, start: int) -> int:
+    """The first offset >= start whose length (< 2**31) has a matching checksum, by brute force."""
+    for offset in range(start, len(buffer) - 11):
+        length, stored = struct.unpack_from("<QI", buffer, offset)
+        if length < 1 << 31 and masked_crc32c(buffer[offset : offset + 8]) == stored:
+            return offset
+    return max(start, len(buffer) - 11)
+
+
+def _plausible(length: int) -> bytes:
+    packed = struct.pack("<Q", length)
+    return packed + struct.pack("<I", masked_crc32c(packed))
+
+
+@given(
+    st.lists(
+        st.one_of(
+            st.binary(max_size=40),
+            st.integers(0, 1 << 33).map(_plausible),
+            st.integers(0, 64).map(bytes),
+        ),
+        max_size=12,
+    ),
+    st.integers(0, 20),
+)
+def test_vectorised_resync_finds_the_header_a_byte_walk_finds(
+    parts: list[bytes], start: int
+) -> None:
+    """next_header agrees with trying every offset in Python, on garbage, zeros and headers."""
+    buffer = b"".join(parts)
+    assert next_header(buffer, start) == _first_header_by_hand(buffer, start)
+
+
+def test_vectorised_resync_looks_past_its_first_window() -> None:
+    """A header far past the first 4 KiB window (and across 1 MiB windows) is still found."""
+    for offset in (4093, 4096, (1 << 20) + 4095, 3 << 20):
+        buffer = bytes(offset) + _plausible(77) + bytes(100)
+        assert next_header(buffer, 1) == offset

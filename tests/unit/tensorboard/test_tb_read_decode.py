@@ -164,3 +164,68 @@ def test_impossible_shapes_raise_event_file_error_not_a_crash(
         reader = Reader(path)  # the scalar tensor is decoded while reading: skipped with a warning
     with pytest.raises(EventFileError, match=match):
         reader.tensors("t")
+
+
+_ONE_VALUE = {
+    "float": {"dtype": pb.DT_FLOAT, "float_val": [1.0]},
+    "double": {"dtype": pb.DT_DOUBLE, "double_val": [1.0]},
+    "int64": {"dtype": pb.DT_INT64, "int64_val": [7]},
+    "complex128": {"dtype": pb.DT_COMPLEX128, "dcomplex_val": [1.0, 2.0]},
+    "string": {"dtype": pb.DT_STRING, "string_val": [b"x"]},
+    "no-values": {"dtype": pb.DT_DOUBLE},
+}
+
+
+@pytest.mark.parametrize("count", [2**31 - 1, 2**31, 10**6])
+@pytest.mark.parametrize("values", list(_ONE_VALUE), ids=list(_ONE_VALUE))
+def test_a_tiny_tensor_cannot_broadcast_into_gigabytes(
+    tmp_path: Path, values: str, count: int
+) -> None:
+    """A record of a few dozen bytes claiming 2**31 elements from one value is malformed.
+
+    Broadcasting it (TensorFlow's rule) would take 8-32 GiB: it is refused before anything is
+    allocated, as a corrupt event while reading (scalar tensors) and as EventFileError when the
+    tensor is asked for.
+    """
+    import tracemalloc
+
+    tensor = {"tensor_shape": {"dim": [{"size": count}]}, **_ONE_VALUE[values]}
+    scalars_plugin = {"plugin_data": {"plugin_name": "scalars"}}
+    path = write_raw_events(
+        tmp_path,
+        [
+            {"step": 1, "summary": {"value": [{"tag": "t", "tensor": tensor}]}},
+            {
+                "step": 1,
+                "summary": {"value": [{"tag": "s", "metadata": scalars_plugin, "tensor": tensor}]},
+            },
+            {"step": 2, "summary": {"value": [{"tag": "x", "simple_value": 1.0}]}},
+        ],
+    )
+    tracemalloc.start()
+    try:
+        with pytest.warns(CorruptRecordWarning, match="malformed event"):
+            reader = Reader(path)
+        with pytest.raises(EventFileError, match=r"too large|broadcasting makes at most"):
+            reader.tensors("t")
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 16 << 20
+    assert reader.scalars("x").step.tolist() == [2]
+
+
+def test_broadcasting_up_to_the_limit_still_repeats_the_last_value(tmp_path: Path) -> None:
+    """A few values padding a shape of up to MAX_BROADCAST_ELEMENTS decode as TensorFlow's do."""
+    from stoker.tensorboard._read.decode import MAX_BROADCAST_ELEMENTS
+
+    tensor = {
+        "dtype": pb.DT_INT32,
+        "tensor_shape": {"dim": [{"size": MAX_BROADCAST_ELEMENTS}]},
+        "int_val": [1, 5],
+    }
+    reader = Reader(
+        write_raw_events(tmp_path, [{"summary": {"value": [{"tag": "t", "tensor": tensor}]}}])
+    )
+    (event,) = reader.tensors("t")
+    assert event.value.tolist() == [1] + [5] * (MAX_BROADCAST_ELEMENTS - 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -63,3 +64,36 @@ def test_audio_decodes_to_the_written_samples(tmp_path: Path) -> None:
     decoded = clip.to_numpy()
     assert decoded.shape == (800, 1)
     assert np.abs(decoded[:, 0] - samples).max() < 1e-4
+
+
+def _png_claiming(width: int, height: int) -> bytes:
+    """A PNG whose header claims ``width`` x ``height`` RGB pixels, with almost no pixel data."""
+    import struct
+    import zlib
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        crc = zlib.crc32(data, zlib.crc32(kind))
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    idat = zlib.compress(b"\0" * 64)
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", idat) + chunk(b"IEND", b"")
+    )
+
+
+@pytest.mark.parametrize("size", [(9000, 9000), (12000, 9000), (60000, 60000)])
+def test_image_claiming_more_pixels_than_its_bytes_hold_is_not_decoded(
+    size: tuple[int, int],
+) -> None:
+    """A 100-byte PNG claiming 81-3600 million pixels raises EventFileError before Pillow
+    allocates them (and Pillow's decompression-bomb warning never escapes)."""
+    from stoker.tensorboard import ImageEvent
+
+    image = ImageEvent(1, 0.0, size[0], size[1], 3, _png_claiming(*size))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(
+            EventFileError, match=r"claims \d+x\d+ pixels, more than its|decompression bomb"
+        ):
+            image.to_numpy()

@@ -63,7 +63,7 @@ def test_bad_remote_options_raise(
 
 
 def test_reader_helpers_list_and_open_remote_event_files(tmp_path: Path) -> None:
-    """find_runs, list_event_files, open_binary and exists see what the writer uploaded."""
+    """find_runs, list_event_files, open_binary and stat see what the writer uploaded."""
     url = "memory://bucket/logs"
     for run in ("a", "b/c"):
         with stb.SummaryWriter(f"{url}/{run}", max_file_bytes=300) as writer:
@@ -81,8 +81,10 @@ def test_reader_helpers_list_and_open_remote_event_files(tmp_path: Path) -> None
     files = _remote.list_event_files(url)
     assert files == [file for run_files in runs.values() for file in run_files]
     assert _remote.list_event_files(files[0]) == [files[0]]
-    assert _remote.exists(url)
-    assert not _remote.exists(f"{url}/missing")
+    assert _remote.stat(url)["type"] == "directory"
+    assert _remote.stat(files[0])["type"] == "file"
+    with pytest.raises(FileNotFoundError):
+        _remote.stat(f"{url}/missing")
     with _remote.open_binary(files[1]) as stream:
         stream.seek(0, os.SEEK_END)
         size = stream.tell()

@@ -149,3 +149,58 @@ def test_add_hparams_same_run_writes_into_this_run(tmp_path: Path) -> None:
         "lr": {"number_value": 0.1},
         "flag": {"bool_value": True},
     }
+
+
+_STEP_CALLS: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
+    ("add_scalar", ("x", 1.0), {}),
+    ("add_scalar", ("x", 1.0), {"new_style": True}),
+    ("add_scalars", ("g", {"a": 1.0}), {}),
+    ("add_text", ("t", "hi"), {}),
+    ("add_histogram", ("h", np.ones(3)), {}),
+    ("add_tensor", ("t", np.ones(2)), {}),
+]
+
+
+@pytest.mark.parametrize("step", [2**63, 2**64, -(2**63) - 1, np.uint64(2**63)])
+@pytest.mark.parametrize(("method", "args", "kwargs"), _STEP_CALLS, ids=[c[0] for c in _STEP_CALLS])
+def test_global_step_outside_int64_raises_instead_of_wrapping(
+    tmp_path: Path, method: str, args: tuple[Any, ...], kwargs: dict[str, Any], step: Any
+) -> None:
+    """A step that int64 cannot hold raises ValueError with torch's text and the valid range."""
+    writer = stb.SummaryWriter(tmp_path)
+    with pytest.raises(ValueError, match=r"Value out of range: .*global_step must be an int in"):
+        getattr(writer, method)(*args, global_step=step, **kwargs)
+    writer.add_scalar("x", 1.0, 2**63 - 1)
+    writer.add_scalar("x", 1.0, -(2**63))
+    writer.close()
+    assert scalar_steps(only_file(tmp_path)) == [2**63 - 1, -(2**63)]
+
+
+@pytest.mark.parametrize("step", [2**63, -(2**63) - 1])
+def test_purge_step_and_file_writer_steps_are_range_checked(tmp_path: Path, step: int) -> None:
+    """purge_step, FileWriter.add_event and add_summary check the int64 range like add_*."""
+    with pytest.raises(ValueError, match="purge_step must be an int in"):
+        stb.SummaryWriter(tmp_path / "purge", purge_step=step)
+    writer = stb.FileWriter(tmp_path / "raw")
+    with pytest.raises(ValueError, match="step must be an int in"):
+        writer.add_event({"file_version": "x"}, step=step)
+    with pytest.raises(ValueError, match="global_step must be an int in"):
+        writer.add_summary({"value": []}, global_step=step)
+    writer.close()
+
+
+def test_close_closes_every_file_when_one_fails(tmp_path: Path) -> None:
+    """A sub-run whose write failed does not leave the run's other files open; close() raises."""
+    import shutil
+
+    writer = stb.SummaryWriter(tmp_path / "run")
+    writer.add_scalars("g", {"a": 1.0, "b": 2.0}, 1)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    assert writer.all_writers is not None
+    files = list(writer.all_writers.values())
+    shutil.rmtree(tmp_path / "run" / "g_a")
+    with pytest.raises(FileNotFoundError, match="removed while the writer had it open"):
+        writer.close()
+    assert all(file.event_writer.closed for file in files)
+    assert scalar_steps(only_file(tmp_path / "run")) == [1]

@@ -82,10 +82,13 @@ from stoker.tensorboard._proto.messages import (
     WAV_CONTENT_TYPE,
 )
 from stoker.tensorboard._proto.records import (
+    FOOTER_SIZE,
+    HEADER_SIZE,
     ScanResult,
     frame,
     frame_many,
     masked_crc32c,
+    masked_crc32c_of,
     scan,
 )
 from stoker.tensorboard._proto.wire import (
@@ -101,7 +104,7 @@ from stoker.tensorboard._proto.wire import (
     iter_fields,
     pack_float32,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
 )
 
 __all__ = [
@@ -123,7 +126,9 @@ __all__ = [
     "FILE_VERSION",
     "FIXED_DTYPES",
     "FLOAT",
+    "FOOTER_SIZE",
     "GRAPH_DEF",
+    "HEADER_SIZE",
     "HISTOGRAM",
     "HPARAMS_PLUGIN_DATA",
     "HPARAMS_STATUS_SUCCESS",
@@ -180,6 +185,7 @@ __all__ = [
     "frame_many",
     "iter_fields",
     "masked_crc32c",
+    "masked_crc32c_of",
     "pack_float32",
     "scalar_prefix",
     "scalar_prefix_tag",
@@ -188,5 +194,5 @@ __all__ = [
     "summary_of",
     "summary_value",
     "to_signed64",
-    "unpack_varints",
+    "unpack_varints_array",
 ]

@@ -43,7 +43,7 @@ from stoker.tensorboard._proto.wire import (
     pack_varints,
     to_signed32,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
     unzigzag,
     zigzag,
 )
@@ -52,6 +52,16 @@ VARINT_KINDS = frozenset({"int32", "int64", "uint32", "uint64", "bool", "enum", 
 """Field kinds written as varints (wire type 0)."""
 FIXED_DTYPES = {"double": "<f8", "float": "<f4", "fixed64": "<u8", "fixed32": "<u4"}
 """Fixed-width field kinds and the little-endian NumPy dtype of their values."""
+_INT_RANGES = {
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "enum": (-(1 << 31), (1 << 31) - 1),
+    "sint32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "sint64": (-(1 << 63), (1 << 63) - 1),
+    "uint32": (0, (1 << 32) - 1),
+    "uint64": (0, (1 << 64) - 1),
+}
+"""The values each integer kind holds; the encoder refuses others instead of wrapping them."""
 _WIRE_TYPE = {
     **dict.fromkeys(VARINT_KINDS, VARINT),
     "double": I64,
@@ -151,6 +161,8 @@ class MessageType:
 
         Raises:
             TypeError: If a key is not a field of this message or a value has the wrong type.
+            ValueError: If an integer does not fit its field's type (``Value out of range``,
+                as protobuf says), instead of wrapping around.
         """
         for name in values:
             if name not in self.by_name:
@@ -188,7 +200,14 @@ class MessageType:
                 array = value
             else:
                 dtype = np.bool_ if kind == "bool" else np.uint64 if unsigned else np.int64
-                array = np.array(value, dtype=dtype)
+                try:
+                    array = np.array(value, dtype=dtype)
+                except OverflowError as err:
+                    raise _out_of_range(field, value) from err
+            if kind != "bool" and array.size and array.dtype.kind in "iu":
+                low, high = _INT_RANGES[kind]
+                if int(array.min()) < low or int(array.max()) > high:
+                    raise _out_of_range(field, value)
             if kind.startswith("sint"):
                 wide = array.astype(np.int64)
                 array = ((wide << 1) ^ (wide >> 63)).view(np.uint64)
@@ -240,7 +259,7 @@ class MessageType:
                 if wire_type == LEN and field.kind in FIXED_DTYPES:
                     items.extend(_unpack_fixed(field, raw))
                 elif wire_type == LEN and field.kind in VARINT_KINDS:
-                    items.extend(_convert_varint(field.kind, v) for v in unpack_varints(raw))
+                    items.extend(_convert_varints(field.kind, unpack_varints_array(raw)))
                 else:
                     items.append(_decode_single(field, wire_type, raw, depth))
             else:
@@ -268,10 +287,23 @@ def _is_default(kind: str, value: Any) -> bool:
     return bool(value == 0)
 
 
+def _out_of_range(field: Field, value: Any) -> ValueError:
+    """Protobuf's error for an integer its field cannot hold, with the field's range."""
+    low, high = _INT_RANGES[field.kind]
+    return ValueError(
+        f"Value out of range: {value!r}; field {field.name} is {field.kind} and holds integers "
+        f"in [{low}, {high}]"
+    )
+
+
 def _encode_single(field: Field, value: Any) -> bytes:
     kind = field.kind
     if kind in VARINT_KINDS:
         number = int(value)
+        if kind != "bool":
+            low, high = _INT_RANGES[kind]
+            if not low <= number <= high:
+                raise _out_of_range(field, value)
         if kind.startswith("sint"):
             number = zigzag(number)
         return encode_varint(number)
@@ -308,6 +340,22 @@ def _convert_varint(kind: str, value: int) -> Any:
     if kind.startswith("sint"):
         return unzigzag(value)
     return value
+
+
+def _convert_varints(kind: str, values: np.ndarray[Any, np.dtype[np.uint64]]) -> list[Any]:
+    """:func:`_convert_varint` over a whole packed field at once."""
+    if kind == "bool":
+        converted: list[Any] = (values != 0).tolist()
+    elif kind in ("int64", "enum"):
+        converted = values.view(np.int64).tolist()
+    elif kind == "int32":
+        converted = (values & np.uint64(0xFFFFFFFF)).astype(np.uint32).view(np.int32).tolist()
+    elif kind.startswith("sint"):
+        half = (values >> np.uint64(1)).view(np.int64)
+        converted = (half ^ -(values & np.uint64(1)).view(np.int64)).tolist()
+    else:
+        converted = values.tolist()
+    return converted
 
 
 def _unpack_fixed(field: Field, raw: memoryview) -> list[Any]:

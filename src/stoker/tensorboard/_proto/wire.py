@@ -172,14 +172,45 @@ def decode_varint(data: bytes | memoryview, pos: int) -> tuple[int, int]:
             raise WireError("varint longer than ten bytes")
 
 
+def unpack_varints_array(payload: bytes | memoryview) -> np.ndarray[Any, np.dtype[np.uint64]]:
+    """Decode a packed run of varints into a ``uint64`` array, vectorised with NumPy.
+
+    The time is linear in the bytes at C speed, so a packed field of millions of values (a
+    ``half_val`` bfloat16 tensor) decodes in milliseconds.
+
+    Raises:
+        WireError: If the run ends inside a varint or one is longer than ten bytes.
+    """
+    data = np.frombuffer(payload, dtype=np.uint8)
+    if data.size == 0:
+        return np.zeros(0, dtype=np.uint64)
+    if not (data & 0x80).any():
+        return data.astype(np.uint64)
+    ends = np.flatnonzero(data < 0x80)
+    starts = np.zeros_like(ends)
+    starts[1:] = ends[:-1] + 1
+    lengths = ends - starts + 1
+    longest = int(lengths.max()) if lengths.size else 0
+    tail = data.size - (int(ends[-1]) + 1 if ends.size else 0)  # continuation bytes at the end
+    if longest > 10 or tail >= 10:
+        raise WireError("varint longer than ten bytes")
+    if tail:
+        raise WireError("truncated varint")
+    values = (data[starts] & 0x7F).astype(np.uint64)
+    for group in range(1, longest):
+        more = np.flatnonzero(lengths > group)
+        chunk = (data[starts[more] + group] & 0x7F).astype(np.uint64)
+        values[more] |= chunk << np.uint64(7 * group)
+    return values
+
+
 def unpack_varints(payload: bytes | memoryview) -> list[int]:
-    """Decode a packed run of varints into unsigned integers."""
-    out: list[int] = []
-    pos = 0
-    end = len(payload)
-    while pos < end:
-        value, pos = decode_varint(payload, pos)
-        out.append(value)
+    """Decode a packed run of varints into unsigned integers.
+
+    Raises:
+        WireError: If the run ends inside a varint or one is longer than ten bytes.
+    """
+    out: list[int] = unpack_varints_array(payload).tolist()
     return out
 
 

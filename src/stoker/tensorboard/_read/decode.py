@@ -6,6 +6,13 @@ bytes until asked for. Field numbers are never written here: each is looked up o
 in the declarations of ``_proto`` (``EVENT.number("step")``), and the parsed values name their
 fields (``ParsedEvent.what == "summary"``). Malformed bytes raise ``WireError`` and nothing else.
 
+Sizes come from untrusted bytes, so each is checked, with Python ints, before anything is
+allocated: a shape's element count against 2**31 and against the bytes present. Values given
+once for many elements are broadcast as TensorFlow does (the last value repeats), but only up
+to :data:`MAX_BROADCAST_ELEMENTS` elements, or as many as the tensor has bytes when that is
+more: a tiny record claiming ``[2**31]`` float elements from one value would otherwise take
+8 GiB. A larger claim is malformed (``WireError``).
+
 The fast path, :class:`ScalarFastPath`, recognises the layout every ``add_scalar`` writer
 produces (see ``_proto.events``): the bytes between the step and the float depend only on the
 tag, so they are looked up in a dict, and a hit yields ``(tag, step, wall_time, value)`` with no
@@ -51,10 +58,11 @@ from stoker.tensorboard._proto import (
     iter_fields,
     scalar_prefix_tag,
     to_signed64,
-    unpack_varints,
+    unpack_varints_array,
 )
 
 __all__ = [
+    "MAX_BROADCAST_ELEMENTS",
     "ParsedEvent",
     "ScalarFastPath",
     "SummaryValue",
@@ -67,6 +75,13 @@ _DOUBLE_AT = struct.Struct("<d").unpack_from
 _FLOAT_AT = struct.Struct("<f").unpack_from
 _MAX_CACHED_PREFIXES = 65536
 _MAX_ELEMENTS = 1 << 31
+MAX_BROADCAST_ELEMENTS = 1 << 10
+"""Most elements a tensor may broadcast from fewer values, unless it has more bytes than that.
+
+An explicit encoding needs at least a byte per element (packed bools), so a tensor of ``n``
+bytes may claim ``max(1024, n)`` elements: decoding never takes more than a small multiple of
+the bytes read.
+"""
 
 # Event
 _WALL_TIME = EVENT.number("wall_time")
@@ -262,12 +277,20 @@ class ScalarFastPath:
         return tag, step, _DOUBLE_AT(data, _WALL_TIME_AT)[0], _FLOAT_AT(data, size - 4)[0]
 
 
-def _fill(values: np.ndarray[Any, Any], count: int, name: str) -> np.ndarray[Any, Any]:
-    """Broadcast repeated values to ``count`` elements the way TensorFlow does (repeat the last)."""
+def _fill(values: np.ndarray[Any, Any], count: int, name: str, limit: int) -> np.ndarray[Any, Any]:
+    """Broadcast repeated values to ``count`` elements the way TensorFlow does (repeat the last).
+
+    ``limit`` is the most elements a broadcast may make (see :data:`MAX_BROADCAST_ELEMENTS`).
+    """
     if values.size == count:
         return values
     if values.size > count:
         raise WireError(f"tensor holds {values.size} {name} values for {count} elements")
+    if count > limit:
+        raise WireError(
+            f"tensor claims {count} elements from {values.size} {name} values; broadcasting "
+            f"makes at most {limit} elements for a tensor of this size"
+        )
     if values.size == 0:
         return np.zeros(count, dtype=values.dtype)
     return np.concatenate([values, np.full(count - values.size, values[-1], dtype=values.dtype)])
@@ -294,13 +317,14 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
 
     Raises:
         WireError: If the bytes are malformed or inconsistent (a shape with a negative
-            dimension or more than 2**31 elements, values that do not fill it).
+            dimension or more than 2**31 elements, values that do not fill it, or fewer values
+            than elements beyond what broadcasting may make).
     """
     dtype_code = 0
     shape: list[int] = []
     content: bytes | None = None
     fixed: dict[int, list[bytes]] = {}
-    varints: dict[int, list[int]] = {}
+    varints: dict[int, list[np.ndarray[Any, np.dtype[np.uint64]]]] = {}
     strings: list[bytes] = []
     for number, wire_type, raw in iter_fields(data):
         if number == _DTYPE and wire_type == VARINT:
@@ -312,9 +336,9 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
         elif number in _FIXED_VALUE_FIELDS and wire_type in (LEN, I32, I64):
             fixed.setdefault(number, []).append(bytes(raw))
         elif number in _VARINT_VALUE_FIELDS and wire_type == LEN:
-            varints.setdefault(number, []).extend(unpack_varints(raw))
+            varints.setdefault(number, []).append(unpack_varints_array(raw))
         elif number in _VARINT_VALUE_FIELDS and wire_type == VARINT:
-            varints.setdefault(number, []).append(raw)
+            varints.setdefault(number, []).append(np.array([raw], dtype=np.uint64))
         elif number == _STRING_VAL and wire_type == LEN:
             strings.append(bytes(raw))
     entry = DATA_TYPE_BY_CODE.get(dtype_code)
@@ -325,10 +349,11 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
     count = math.prod(shape)
     if count > _MAX_ELEMENTS:
         raise WireError(f"tensor shape {shape} is too large")
+    limit = max(MAX_BROADCAST_ELEMENTS, len(data))
     if dtype_code == DT_STRING:
         array: np.ndarray[Any, Any] = np.empty(len(strings), dtype=object)
         array[:] = strings
-        flat = _fill(array, count, "string")
+        flat = _fill(array, count, "string", limit)
     elif content is not None:
         item = np.dtype(entry.content).itemsize
         if len(content) != count * item:
@@ -337,7 +362,7 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
             )
         flat = np.frombuffer(content, dtype=entry.content)
     else:
-        flat = _repeated_values(dtype_code, fixed, varints, count)
+        flat = _repeated_values(dtype_code, fixed, varints, count, limit)
     if dtype_code == DT_BFLOAT16:
         flat = (flat.astype(np.uint32) << np.uint32(16)).view(np.float32)
     try:
@@ -349,8 +374,9 @@ def decode_tensor(data: bytes) -> tuple[str, np.ndarray[Any, Any]]:
 def _repeated_values(
     dtype_code: int,
     fixed: dict[int, list[bytes]],
-    varints: dict[int, list[int]],
+    varints: dict[int, list[np.ndarray[Any, np.dtype[np.uint64]]]],
     count: int,
+    limit: int,
 ) -> np.ndarray[Any, Any]:
     """Collect the ``*_val`` field of the dtype and broadcast it to ``count`` elements."""
     entry = DATA_TYPE_BY_CODE[dtype_code]
@@ -365,8 +391,9 @@ def _repeated_values(
             if values.size % 2:
                 raise WireError("complex tensor values need an even number of floats")
             values = values.view(entry.content)
-        return _fill(values, count, "float")
-    unsigned = np.array(varints.get(number, []), dtype=np.uint64)
+        return _fill(values, count, "float", limit)
+    parts = varints.get(number, [])
+    unsigned = np.concatenate(parts) if parts else np.zeros(0, dtype=np.uint64)
     if dtype_code == DT_BOOL:
         values = unsigned != 0
     elif dtype_code in (DT_HALF, DT_BFLOAT16):
@@ -383,4 +410,4 @@ def _repeated_values(
             if dtype_code == DT_UINT32:
                 wide = wide.view(np.uint32)
         values = wide.astype(entry.content)
-    return _fill(values, count, "integer")
+    return _fill(values, count, "integer", limit)

@@ -15,8 +15,10 @@ __all__ = ["CorruptRecordWarning", "EventFileError"]
 class EventFileError(ValueError):
     """Raised when an event file or a log directory cannot be read as asked.
 
-    The reader raises it for a path that does not exist, an unknown run or tag (or a tag found
-    in several runs without ``run=``), a file that cannot be read or that shrank below a saved
+    The reader raises it for a path that does not exist, is not a directory or an event file
+    (a FIFO, a text file) or cannot be listed, a store that cannot be used (its fsspec package
+    missing, an unknown protocol, no credentials), an unknown run or tag (or a tag found in
+    several runs without ``run=``), a file that cannot be read or that shrank below a saved
     position, and a value whose payload is malformed when it is decoded (a tensor whose bytes
     do not match its shape, hparams plugin data that is not a valid message, an image Pillow
     cannot open, audio that is not PCM WAV). Bytes the reader cannot make sense of while it
@@ -25,9 +27,13 @@ class EventFileError(ValueError):
 
 
 class CorruptRecordWarning(UserWarning):
-    """Issued when the reader skips damage: once per corrupt stretch, once per malformed event.
+    """Issued when the reader skips what it cannot read: damage, or an entry it will not open.
 
-    A corrupt stretch is a run of bytes that does not frame as records (a checksum fails, or a
-    length is absurd); the reader resyncs to the next intact record after it. A malformed event
-    is an intact record whose payload is not a valid ``Event`` or ``Summary``; it is dropped.
+    Once per corrupt stretch, once per malformed event, once per skipped entry. A corrupt
+    stretch is a run of bytes that does not frame as records (a checksum fails, or a length is
+    absurd or runs past the end of the file while intact records follow); the reader resyncs to
+    the next intact record after it. A malformed event is an intact record whose payload is not
+    a valid ``Event`` or ``Summary``; it is dropped. A skipped entry is something in a log dir
+    named like an event file that is not a regular file (a FIFO, a dangling link), or a
+    directory below the root that cannot be listed.
     """

@@ -1,55 +1,268 @@
 """Event files on disk or in a store: finding a log dir's runs, and reading one file's records.
 
+Paths in warnings and errors are written with ``repr``, as tags are: a name made of escape
+sequences cannot reach a terminal raw through a message.
+
 Every directory below a root that holds event files is a *run*, named by its path relative to
 the root (``"."`` for the root itself); a file is an event file when :func:`is_event_file` says
 so, TensorBoard's rule. Local roots are walked with ``os.walk``, URL roots through fsspec
-(``_remote``).
+(``_remote``). Only regular files are read: an entry named like an event file that is a FIFO,
+a socket, a device or a dangling link is reported (:class:`CorruptRecordWarning`) and skipped,
+since opening a FIFO blocks until a writer comes. Files are opened with ``O_NONBLOCK`` and
+checked again with ``fstat``, so one swapped for a FIFO after the check cannot block either. A
+directory below the root that cannot be listed is reported and skipped; the root itself, and a
+store that cannot be reached, raise :class:`EventFileError` naming the cause and the fix.
 
 :class:`EventFileReader` keeps one file's position (offset plus whether it is inside a corrupt
 stretch) between polls, so that a growing file is read incrementally and a saved position can
-be resumed in a new process. It scans with ``_proto``'s :func:`scan` (truncated tails wait for
-the next poll, corrupt stretches are skipped) and warns once per corrupt stretch with
-:class:`CorruptRecordWarning` (:func:`scan_records`).
+be resumed in a new process. It reads windows of at most :data:`READ_PIECE_BYTES`, scans each
+with ``_proto``'s :func:`scan`, and warns once per corrupt stretch (:func:`scan_records`).
+Memory stays bounded by the window plus the largest *valid* record, whatever a header claims:
+
+* a header whose record fits in the file but not in the window is checked piece by piece
+  (its data's CRC is computed as it streams by) and only then read whole;
+* a header whose record runs past the end of the file is the tail of a record still being
+  written, unless an intact record follows it: a writer appends records in order, so a record
+  cannot be unfinished while a later one is complete. Then the header is corruption (warned
+  about and skipped); otherwise reading stops there and the next poll starts again at it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import warnings
+from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
 
-from stoker.tensorboard._proto import ScanResult, scan
+from stoker.tensorboard._proto import (
+    FOOTER_SIZE,
+    HEADER_SIZE,
+    ScanResult,
+    masked_crc32c,
+    masked_crc32c_of,
+    scan,
+)
 from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._remote import find_runs, is_url, open_binary
+from stoker.tensorboard._remote import stat as url_stat
 from stoker.tensorboard._rotate import is_event_file
 
-__all__ = ["EventFileReader", "FilePosition", "find_event_files", "scan_records"]
+__all__ = [
+    "READ_PIECE_BYTES",
+    "EventFileReader",
+    "FilePosition",
+    "Progress",
+    "check_root",
+    "find_event_files",
+    "pieces",
+    "scan_records",
+    "store_error",
+]
+
+READ_PIECE_BYTES = 16 << 20
+"""Bytes read and scanned at a time, so that memory stays bounded on huge files."""
+Progress = Callable[[str, int, int], None]
+"""A progress callback: ``progress(path, bytes read so far, file size)``, after each window."""
+_KINDS = {
+    stat.S_IFIFO: "FIFO",
+    stat.S_IFSOCK: "socket",
+    stat.S_IFCHR: "character device",
+    stat.S_IFBLK: "block device",
+    stat.S_IFDIR: "directory",
+}
+_NOT_REGULAR = "event files are regular files"
+_CRC_CHUNK = 1 << 20  # a record longer than a window is checked this much at a time
 
 
-def find_event_files(root: str) -> dict[str, list[str]]:
+def _kind(mode: int) -> str:
+    return _KINDS.get(stat.S_IFMT(mode), "special file")
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, CorruptRecordWarning, stacklevel=4)
+
+
+def store_error(url: str, err: BaseException) -> EventFileError:
+    """The reader's error for a store that cannot be used: the URL, the cause, the fix.
+
+    fsspec and its backends raise their own exception types (botocore's ``NoCredentialsError``,
+    aiohttp's connection errors, ``ValueError`` for an unknown protocol), so the cause is told
+    by type and name.
+    """
+    name = type(err).__name__
+    if isinstance(err, ImportError):
+        return EventFileError(str(err))
+    if isinstance(err, ValueError) and "protocol" in str(err).lower():
+        protocol = url.split("://", 1)[0]
+        fix = (
+            f"fsspec knows no {protocol}:// protocol; check the URL, or install the package that "
+            "provides it"
+        )
+    elif "credential" in name.lower() or "credential" in str(err).lower():
+        fix = (
+            "the store needs credentials: configure them (for s3://, AWS_PROFILE or "
+            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
+        )
+    elif isinstance(err, PermissionError):
+        fix = "access was denied: check the credentials and the permissions on that path"
+    elif isinstance(err, FileNotFoundError):
+        fix = "check the spelling, or pass the directory given to SummaryWriter"
+    else:
+        fix = "check the URL and that the store is reachable from here"
+    return EventFileError(f"cannot read log dir {url!r}: {name}: {err}; {fix}")
+
+
+def _not_a_log(root: str, what: str) -> EventFileError:
+    return EventFileError(f"path must be an event file or a log directory, got {root!r}, {what}")
+
+
+def _missing(root: str) -> EventFileError:
+    reached = " or cannot be reached" if is_url(root) else ""
+    return _not_a_log(
+        root,
+        f"which does not exist{reached}; check the spelling or pass the directory given to "
+        "SummaryWriter",
+    )
+
+
+def check_root(root: str) -> None:
+    """Check that ``root`` is a log directory or an event file that can be read.
+
+    A regular file whose name has no ``tfevents`` must start with a TFRecord header, so that a
+    text file passed by mistake is an error rather than an empty log.
+
+    Raises:
+        EventFileError: If it does not exist, is neither a directory nor a regular file, cannot
+            be read, is not an event file, or (a URL) its store cannot be used.
+    """
+    head = None
+    if is_url(root):
+        try:
+            if url_stat(root).get("type") != "file" or is_event_file(root):
+                return
+            with open_binary(root) as stream:
+                head = stream.read(HEADER_SIZE)
+        except FileNotFoundError as err:
+            raise _missing(root) from err
+        except Exception as err:  # any backend's error: reported with its cause
+            raise store_error(root, err) from err
+        _check_head(root, head)
+        return
+    try:
+        mode = os.stat(root).st_mode
+        if stat.S_ISREG(mode) and not is_event_file(root):
+            with _open_local(root) as stream:
+                head = stream.read(HEADER_SIZE)
+    except FileNotFoundError as err:
+        raise _missing(root) from err
+    except OSError as err:
+        raise EventFileError(
+            f"cannot read {root!r}: {err.strerror}; check its permissions"
+        ) from err
+    if not stat.S_ISDIR(mode) and not stat.S_ISREG(mode):
+        raise _not_a_log(root, f"a {_kind(mode)}; {_NOT_REGULAR}")
+    if head is not None:
+        _check_head(root, head)
+
+
+def _check_head(root: str, head: bytes) -> None:
+    """A file named without ``tfevents`` is an event file only if it starts with a header."""
+    if len(head) == HEADER_SIZE and masked_crc32c(head[:8]) == int.from_bytes(head[8:], "little"):
+        return
+    what = (
+        "a file that is not an event file (its name has no 'tfevents' and it does not start "
+        "with a TFRecord header); pass the log directory given to SummaryWriter, or one of its "
+        "event files"
+    )
+    if root.startswith(("http://", "https://")):
+        what += " (over http(s):// a directory is its index page: pass an event file's URL)"
+    raise _not_a_log(root, what)
+
+
+def find_event_files(root: str, warned: set[str] | None = None) -> dict[str, list[str]]:
     """Map run name to its event files, sorted by name, for every run under ``root``.
 
-    A root that is an event file is the one run ``"."``.
+    A root that is an event file is the one run ``"."``. Entries that are not regular files,
+    and directories that cannot be listed, are skipped with a warning (once per path when
+    ``warned`` is given: the paths already reported, updated).
+
+    Raises:
+        EventFileError: If the root cannot be listed or its store cannot be used.
+
+    Warns:
+        CorruptRecordWarning: For each skipped entry.
     """
     if is_url(root):
-        return find_runs(root)
+        try:
+            return find_runs(root)
+        except Exception as err:  # any backend's error: reported with its cause
+            raise store_error(root, err) from err
     if os.path.isfile(root):
         return {".": [root]}
+    seen = set() if warned is None else warned
+
+    def unlistable(err: OSError) -> None:
+        if err.filename is None or os.path.abspath(err.filename) == os.path.abspath(root):
+            raise EventFileError(
+                f"cannot list log directory {root!r}: {err.strerror}; check its permissions"
+            ) from err
+        if err.filename not in seen:
+            seen.add(err.filename)
+            _warn(
+                f"{err.filename!r}: cannot list this directory ({err.strerror}); its event files "
+                "are skipped"
+            )
+
     runs: dict[str, list[str]] = {}
-    for directory, subdirs, names in os.walk(root):
+    for directory, subdirs, names in os.walk(root, onerror=unlistable):
         subdirs.sort()
-        files = sorted(os.path.join(directory, name) for name in names if is_event_file(name))
+        files = []
+        for name in sorted(names):
+            if not is_event_file(name):
+                continue
+            path = os.path.join(directory, name)
+            problem = _not_regular(path)
+            if problem is None:
+                files.append(path)
+            elif path not in seen:
+                seen.add(path)
+                _warn(f"{path!r}: skipped, {problem}")
         if files:
             run = os.path.relpath(directory, root).replace(os.sep, "/")
             runs[run] = files
     return runs
 
 
+def _not_regular(path: str) -> str | None:
+    """Why ``path`` cannot be read as an event file, or None for a regular file."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as err:
+        return f"it cannot be read ({err.strerror})"
+    if stat.S_ISREG(mode):
+        return None
+    return f"it is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}"
+
+
+def _open_local(path: str) -> BinaryIO:
+    """Open a regular file for reading bytes, without ever blocking on a FIFO."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise EventFileError(f"{path!r} is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}")
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _open_binary(path: str) -> BinaryIO:
     """Open a local event file, or one behind an fsspec URL, for reading bytes."""
     if is_url(path):
         return open_binary(path)
-    return open(path, "rb")
+    return _open_local(path)
 
 
 def scan_records(
@@ -71,14 +284,18 @@ def scan_records(
         CorruptRecordWarning: For each corrupt stretch that starts in this buffer.
     """
     result = scan(buffer, start=start, skipping=skipping)
-    for offset, reason in result.damage:
+    _warn_damage(source, result.damage)
+    return result
+
+
+def _warn_damage(source: str, damage: list[tuple[int, str]]) -> None:
+    for offset, reason in damage:
         warnings.warn(
-            f"{source}: corrupt record at offset {offset} ({reason}); skipping to the next "
+            f"{source!r}: corrupt record at offset {offset} ({reason}); skipping to the next "
             "valid record",
             CorruptRecordWarning,
-            stacklevel=3,
+            stacklevel=4,
         )
-    return result
 
 
 class FilePosition(NamedTuple):
@@ -95,6 +312,119 @@ class FilePosition(NamedTuple):
     skipping: bool = False
 
 
+class _Walk:
+    """One pass over an open file from a position: records, damage, where it ended."""
+
+    def __init__(self, stream: BinaryIO, path: str, size: int, progress: Progress | None):
+        self.stream = stream
+        self.path = path
+        self.size = size
+        self.progress = progress
+        self.records: list[tuple[int, bytes]] = []
+        self.damage: list[tuple[int, str]] = []
+        # Where the first intact record after some offset was found: ``(after, at)``, with
+        # ``at`` None when there is none before the end. It holds for any offset in between.
+        self._next: tuple[int, int | None] | None = None
+
+    def _read(self, offset: int, size: int) -> bytes:
+        self.stream.seek(offset)
+        return self.stream.read(size)
+
+    def _chunks(self, offset: int, size: int) -> Iterator[bytes]:
+        while size > 0:
+            chunk = self._read(offset, min(size, _CRC_CHUNK))
+            if not chunk:
+                return
+            yield chunk
+            offset += len(chunk)
+            size -= len(chunk)
+
+    def record(self, offset: int, length: int) -> bytes | None:
+        """The data of the record whose header is at ``offset``, or None if its CRC fails.
+
+        A record longer than a window is checked as it streams by before it is read whole.
+        """
+        start = offset + HEADER_SIZE
+        footer = self._read(start + length, FOOTER_SIZE)
+        if len(footer) < FOOTER_SIZE:
+            return None
+        stored = int.from_bytes(footer, "little")
+        if length > READ_PIECE_BYTES and masked_crc32c_of(self._chunks(start, length)) != stored:
+            return None
+        data = self._read(start, length)
+        if len(data) != length or masked_crc32c(data) != stored:
+            return None
+        return data
+
+    def next_record(self, start: int) -> int | None:
+        """Offset of the first intact record at or after ``start``, or None before the end."""
+        cached = self._next
+        if cached is not None and cached[0] <= start and (cached[1] is None or start <= cached[1]):
+            return cached[1]
+        pos = start
+        found: int | None = None
+        while found is None and self.size - pos >= HEADER_SIZE:
+            result = scan(self._read(pos, min(READ_PIECE_BYTES, self.size - pos)), skipping=True)
+            if result.records:
+                found = pos + result.records[0][0]
+                break
+            pos += result.end
+            if self.progress is not None:
+                self.progress(self.path, pos, self.size)
+            if result.needed:
+                length = result.needed - HEADER_SIZE - FOOTER_SIZE
+                if pos + result.needed <= self.size and self.record(pos, length) is not None:
+                    found = pos
+                pos += 1
+        self._next = (start, found)
+        return found
+
+    def run(self, pos: int, skipping: bool, budget: int | None) -> tuple[int, bool]:
+        """Read records from ``pos`` until the end or about ``budget`` bytes; return the stop."""
+        start = pos
+        while self.size - pos >= HEADER_SIZE:
+            left = None if budget is None else budget - (pos - start)
+            if left is not None and left <= 0:
+                break
+            window = min(READ_PIECE_BYTES, self.size - pos)
+            if left is not None:
+                window = min(window, max(left, HEADER_SIZE))
+            buffer = self._read(pos, window)
+            if len(buffer) < HEADER_SIZE:
+                break  # the file shrank while being read
+            result = scan(buffer, skipping=skipping)
+            del buffer  # before a long record is read: memory is the window or the record
+            if pos == 0 and not self.records:
+                self.records = result.records  # offsets already are file offsets
+            else:
+                self.records.extend((pos + offset, data) for offset, data in result.records)
+            self.damage.extend((pos + offset, reason) for offset, reason in result.damage)
+            pos += result.end
+            skipping = result.skipping
+            if self.progress is not None:
+                self.progress(self.path, pos, self.size)
+            if not result.needed:
+                continue
+            length = result.needed - HEADER_SIZE - FOOTER_SIZE
+            if pos + result.needed <= self.size:
+                data = self.record(pos, length)
+                if data is not None:
+                    self.records.append((pos, data))
+                    pos += result.needed
+                    skipping = False
+                    continue
+                reason = "data checksum mismatch"
+            elif self.next_record(pos + 1) is None:
+                break  # the tail of a record still being written: wait for the rest
+            else:
+                reason = f"record length {length} runs past the end of the file"
+            if not skipping:
+                self.damage.append((pos, reason))
+                skipping = True
+            pos += 1
+        return pos, skipping
+
+
 class EventFileReader:
     """Reads the records of one event file incrementally, from a position that can be saved.
 
@@ -105,6 +435,8 @@ class EventFileReader:
         path: The event file.
         offset: Byte offset to start from (a record boundary, e.g. a saved ``position.offset``).
         skipping: Start inside a corrupt stretch (from a saved position).
+        progress: Called as ``progress(path, bytes read, file size)`` after each window read
+            (at most :data:`READ_PIECE_BYTES`), e.g. to draw a progress bar for a huge file.
 
     Raises:
         ValueError: If ``offset`` is not an int >= 0.
@@ -115,7 +447,14 @@ class EventFileReader:
         >>> saved = reader.position  # later: EventFileReader(*saved) resumes here
     """
 
-    def __init__(self, path: str | os.PathLike[str], offset: int = 0, skipping: bool = False):
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        offset: int = 0,
+        skipping: bool = False,
+        *,
+        progress: Progress | None = None,
+    ):
         """Open nothing yet; remember where to start."""
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be an int >= 0, got {offset!r}; pass a saved offset")
@@ -123,6 +462,7 @@ class EventFileReader:
         self._offset = offset
         self._skipping = bool(skipping)
         self._pending = 0
+        self._progress = progress
 
     @property
     def position(self) -> FilePosition:
@@ -146,8 +486,8 @@ class EventFileReader:
 
         Raises:
             ValueError: If ``max_bytes`` is not a positive int or None.
-            EventFileError: If the file cannot be read or is now shorter than the saved
-                position.
+            EventFileError: If the file cannot be read, is not a regular file, or is now
+                shorter than the saved position.
 
         Warns:
             CorruptRecordWarning: Once per corrupt stretch skipped.
@@ -162,22 +502,34 @@ class EventFileReader:
                 size = stream.seek(0, os.SEEK_END)
                 if size < base:
                     raise EventFileError(
-                        f"{self.path} is {size} bytes, shorter than the saved position "
+                        f"{self.path!r} is {size} bytes, shorter than the saved position "
                         f"{base}; the file was truncated or replaced, read it from 0"
                     )
-                limit = max_bytes
-                while True:
-                    stream.seek(base)
-                    buffer = stream.read() if limit is None else stream.read(limit)
-                    result = scan_records(buffer, skipping=self._skipping, source=self.path)
-                    if result.end > 0 or limit is None or len(buffer) < limit:
-                        break
-                    limit *= 2  # one record is larger than the piece read: read more
+                walk = _Walk(stream, self.path, size, self._progress)
+                end, skipping = walk.run(base, self._skipping, max_bytes)
+        except EventFileError:
+            raise
         except OSError as err:
-            raise EventFileError(f"cannot read event file {self.path}: {err}") from err
-        self._offset = base + result.end
-        self._skipping = result.skipping
-        self._pending = max(size, base + len(buffer)) - self._offset
-        if base == 0:
-            return result.records
-        return [(base + offset, data) for offset, data in result.records]
+            raise EventFileError(f"cannot read event file {self.path!r}: {err}") from err
+        except Exception as err:  # a store's own error types (fsspec backends)
+            if not is_url(self.path):
+                raise
+            raise store_error(self.path, err) from err
+        _warn_damage(self.path, walk.damage)
+        self._offset = end
+        self._skipping = skipping
+        self._pending = size - end
+        return walk.records
+
+
+def pieces(reader: EventFileReader) -> Iterator[list[tuple[int, bytes]]]:
+    """Read what was appended to a file a piece at a time: memory stays bounded on huge files.
+
+    Yields each :meth:`EventFileReader.read_records` result, of about :data:`READ_PIECE_BYTES`,
+    until the file's end or a truncated tail.
+    """
+    while True:
+        before = reader.position
+        yield reader.read_records(max_bytes=READ_PIECE_BYTES)
+        if reader.position == before or reader.pending_bytes == 0:
+            return

@@ -21,7 +21,14 @@ import numpy as np
 from stoker.tensorboard._proto import EVENT, HPARAMS_PLUGIN_DATA, TEXT_TAG_SUFFIX, WireError
 from stoker.tensorboard._read.decode import decode_tensor
 from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
-from stoker.tensorboard._read.files import EventFileReader, FilePosition, find_event_files
+from stoker.tensorboard._read.files import (
+    EventFileReader,
+    FilePosition,
+    Progress,
+    check_root,
+    find_event_files,
+    pieces,
+)
 from stoker.tensorboard._read.run import KINDS, RunData
 from stoker.tensorboard._read.values import (
     AudioEvent,
@@ -33,18 +40,13 @@ from stoker.tensorboard._read.values import (
     TensorEvent,
     TextEvent,
 )
-from stoker.tensorboard._remote import exists, is_url
 
 
 def _check_root(path: str | os.PathLike[str]) -> str:
     if not isinstance(path, (str, os.PathLike)):
         raise TypeError(f"path must be a str or os.PathLike, got {path!r}")
     root = os.fspath(path)
-    if not (exists(root) if is_url(root) else os.path.exists(root)):
-        raise EventFileError(
-            f"path must be an event file or a log directory, got {root!r}, which does not "
-            "exist; check the spelling or pass the directory given to SummaryWriter"
-        )
+    check_root(root)
     return root
 
 
@@ -71,18 +73,20 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[Event]:
 def _iter_events(root: str) -> Iterator[Event]:
     for run, files in find_event_files(root).items():
         for file in files:
-            for offset, data in EventFileReader(file).read_records():
-                try:
-                    message = EVENT.decode(data)
-                except WireError as err:
-                    warnings.warn(
-                        f"{file}: malformed event at offset {offset} ({err}); skipping it",
-                        CorruptRecordWarning,
-                        stacklevel=2,
-                    )
-                    continue
-                wall_time = float(message.get("wall_time", 0.0))
-                yield Event(run, file, offset, wall_time, int(message.get("step", 0)), message)
+            for piece in pieces(EventFileReader(file)):
+                for offset, data in piece:
+                    try:
+                        message = EVENT.decode(data)
+                    except WireError as err:
+                        warnings.warn(
+                            f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
+                            CorruptRecordWarning,
+                            stacklevel=2,
+                        )
+                        continue
+                    wall_time = float(message.get("wall_time", 0.0))
+                    step = int(message.get("step", 0))
+                    yield Event(run, file, offset, wall_time, step, message)
 
 
 class Reader:
@@ -95,6 +99,9 @@ class Reader:
         positions: Saved :meth:`positions` (file path to ``FilePosition`` or byte offset) to
             resume from; paths may be relative or absolute; files not listed are read from
             their start.
+        progress: stoker extension. Called as ``progress(path, bytes read, file size)`` while
+            files are read, after every window of at most 16 MiB, here and in :meth:`reload`:
+            a hook for a progress bar on huge or badly damaged files.
 
     Raises:
         TypeError: If ``path`` is not a path.
@@ -117,10 +124,13 @@ class Reader:
         *,
         purge: bool = True,
         positions: Mapping[str, FilePosition | int] | None = None,
+        progress: Progress | None = None,
     ) -> None:
         """Read everything written so far."""
         self.path = _check_root(path)
         self.purge = purge
+        self._progress = progress
+        self._warned: set[str] = set()
         self._runs: dict[str, RunData] = {}
         self._start = {os.path.abspath(key): value for key, value in (positions or {}).items()}
         self.reload()
@@ -139,17 +149,19 @@ class Reader:
         Raises:
             EventFileError: If a file cannot be read or is shorter than where it was left.
         """
-        for run, files in find_event_files(self.path).items():
+        for run, files in find_event_files(self.path, self._warned).items():
             data = self._runs.get(run)
             if data is None:
                 data = self._runs[run] = RunData(run, self.purge)
             for file in files:
                 if file not in data.files:
                     start = self._start.get(os.path.abspath(file), 0)
-                    if isinstance(start, FilePosition):
-                        data.add_file(EventFileReader(file, start.offset, start.skipping))
-                    else:
-                        data.add_file(EventFileReader(file, start))
+                    offset, skipping = (
+                        (start.offset, start.skipping)
+                        if isinstance(start, FilePosition)
+                        else (start, False)
+                    )
+                    data.add_file(EventFileReader(file, offset, skipping, progress=self._progress))
         return sum(data.load() for data in self._runs.values())
 
     def positions(self) -> dict[str, FilePosition]:

@@ -43,7 +43,7 @@ from stoker.tensorboard._read.decode import (
     parse_summary,
 )
 from stoker.tensorboard._read.errors import CorruptRecordWarning
-from stoker.tensorboard._read.files import EventFileReader
+from stoker.tensorboard._read.files import EventFileReader, pieces
 from stoker.tensorboard._read.tf2_summaries import (
     audio_from_tensor,
     histogram_from_tensor,
@@ -58,8 +58,6 @@ from stoker.tensorboard._read.values import (
 )
 
 KINDS = ("scalars", "tensors", "histograms", "images", "audio", "text", "hparams")
-# Files are read in pieces of about this size, so that memory stays bounded on huge files.
-READ_PIECE_BYTES = 16 << 20
 _HISTOGRAM_STATS = ("min", "max", "num", "sum", "sum_squares")
 # TF2-style tensor summaries of these plugins join the classic values of the same kind.
 # Their plugin names are the names of those kinds.
@@ -110,14 +108,9 @@ class RunData:
         """Read what was appended to every file since the last call; return the records read."""
         count = 0
         for path in sorted(self.files):
-            reader = self.files[path]
-            while True:
-                before = reader.position
-                records = reader.read_records(max_bytes=READ_PIECE_BYTES)
+            for records in pieces(self.files[path]):
                 count += len(records)
                 self._ingest(path, records)
-                if reader.position == before or reader.pending_bytes == 0:
-                    break
         return count
 
     def _ingest(self, path: str, records: list[tuple[int, bytes]]) -> None:
@@ -145,7 +138,7 @@ class RunData:
                     self._add_value(summary_value, event)
             except WireError as err:
                 warnings.warn(
-                    f"{path}: malformed event at offset {offset} ({err}); skipping it",
+                    f"{path!r}: malformed event at offset {offset} ({err}); skipping it",
                     CorruptRecordWarning,
                     stacklevel=4,
                 )
@@ -228,9 +221,12 @@ class RunData:
             if dtype != "string":
                 raise WireError(f"text value of {tag!r} has dtype {dtype}, not string")
             texts = np.empty(strings.shape, dtype=object)
-            flat = strings.reshape(-1)
+            decoded: dict[bytes, str] = {}  # a broadcast repeats one bytes object: decode it once
             try:
-                texts.reshape(-1)[:] = [item.decode("utf-8") for item in flat]
+                texts.reshape(-1)[:] = [
+                    decoded[item] if item in decoded else decoded.setdefault(item, item.decode())
+                    for item in strings.reshape(-1)
+                ]
             except UnicodeDecodeError as err:
                 raise WireError(f"text value of {tag!r} is not UTF-8 strings") from err
             first = str(texts.reshape(-1)[0]) if texts.size else ""

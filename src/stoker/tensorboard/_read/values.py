@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import struct
+import warnings
 import wave
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -16,6 +17,11 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from stoker.tensorboard._read.errors import EventFileError
+
+MAX_PIXEL_BYTES_PER_BYTE = 4096
+"""Most decoded bytes an image may claim per encoded byte (zlib tops out near 1032, GIF's LZW
+near 2730); a header claiming more is not decoded, so a small image cannot take gigabytes."""
+_SMALL_IMAGE_BYTES = 1 << 20
 
 
 class Event(NamedTuple):
@@ -125,18 +131,34 @@ class ImageEvent:
     def to_numpy(self) -> np.ndarray[Any, np.dtype[np.uint8]]:
         """Decode the image with Pillow into an ``(H, W, C)`` ``uint8`` array (first frame).
 
+        The size in the image's header is checked against its encoded bytes before Pillow
+        allocates anything (see :data:`MAX_PIXEL_BYTES_PER_BYTE`), and Pillow's decompression
+        bomb warning is an error here.
+
         Raises:
-            EventFileError: If Pillow cannot decode the bytes.
+            EventFileError: If Pillow cannot decode the bytes, or the header claims more pixels
+                than the bytes can hold.
         """
         from PIL import Image  # noqa: PLC0415 - decoded on demand only
 
         try:
-            with Image.open(io.BytesIO(self.encoded)) as opened:
-                opened.load()
-                image = opened
-                if image.mode not in ("L", "RGB", "RGBA"):
-                    image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
-                pixels = np.asarray(image, dtype=np.uint8)
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", Image.DecompressionBombWarning)
+                with Image.open(io.BytesIO(self.encoded)) as opened:
+                    width, height = opened.size
+                    claimed = width * height * len(opened.getbands())
+                    if claimed > MAX_PIXEL_BYTES_PER_BYTE * len(self.encoded) + _SMALL_IMAGE_BYTES:
+                        raise EventFileError(
+                            f"image at step {self.step} claims {width}x{height} pixels, more "
+                            f"than its {len(self.encoded)} encoded bytes can hold"
+                        )
+                    opened.load()
+                    image = opened
+                    if image.mode not in ("L", "RGB", "RGBA"):
+                        image = image.convert("RGBA" if "A" in image.getbands() else "RGB")
+                    pixels = np.asarray(image, dtype=np.uint8)
+        except EventFileError:
+            raise
         except Exception as err:  # Pillow raises many exception types on corrupt input
             raise EventFileError(f"image at step {self.step} cannot be decoded: {err}") from err
         return pixels[:, :, None] if pixels.ndim == 2 else pixels
