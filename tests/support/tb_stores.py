@@ -24,9 +24,10 @@ class CountingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
     puts: ClassVar[list[str]] = []
 
     def put_file(self, lpath: str, rpath: str, *args: Any, **kwargs: Any) -> Any:
-        """Record the upload, then store the file."""
+        """Store the file, then record the upload (a test that sees the record sees the file)."""
+        result = super().put_file(lpath, rpath, *args, **kwargs)
         type(self).puts.append(rpath)
-        return super().put_file(lpath, rpath, *args, **kwargs)
+        return result
 
 
 class FailingMemoryFS(memory.MemoryFileSystem):  # type: ignore[misc]
