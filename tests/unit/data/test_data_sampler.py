@@ -254,7 +254,7 @@ def test_resume_with_torch_generator_replays_torch_draws() -> None:
 
 
 def test_state_between_epochs_reproduces_the_next_fresh_epoch() -> None:
-    """With generator=None, a state taken between epochs fixes the next epoch's fresh seed."""
+    """With generator=None, a state taken between epochs fixes the next epoch's seed."""
     sampler = RandomSampler(range(20))
     list(sampler)
     state = json.loads(json.dumps(sampler.state_dict()))
