@@ -30,6 +30,7 @@ import numpy as np
 __all__ = [
     "accelerator_available",
     "bfloat16_bits",
+    "default_generator",
     "draw_seed",
     "enter_thread_worker",
     "generator_state",
@@ -41,6 +42,7 @@ __all__ = [
     "leave_thread_worker",
     "loaded",
     "multinomial",
+    "new_generator",
     "pin",
     "process_group",
     "randint",
@@ -201,6 +203,27 @@ def multinomial(
         torch.from_numpy(weights), num_samples, replacement, generator=generator
     )
     return np.asarray(drawn.numpy())
+
+
+# -- torch's global generator, and generators standing in for it (generator=None) -----------
+def default_generator() -> Any:
+    """torch's global generator (``torch.default_generator``), the one ``manual_seed`` seeds."""
+    return _require().default_generator
+
+
+def new_generator(seed: int | None = None, state: str | None = None) -> Any:
+    """A new CPU ``torch.Generator``: seeded with ``seed``, or set to a :func:`generator_state`.
+
+    ``new_generator(seed)`` is what torch's RandomSampler makes from the seed it draws when it
+    has no generator; ``new_generator(state=...)`` replays draws a generator made from that
+    state, without touching the generator the state was taken from.
+    """
+    generator = _require().Generator()
+    if seed is not None:
+        generator.manual_seed(seed)
+    if state is not None:
+        set_generator_state(generator, state)
+    return generator
 
 
 def generator_state(generator: Any) -> str:
