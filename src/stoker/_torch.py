@@ -39,6 +39,7 @@ __all__ = [
     "is_iterable_dataset",
     "is_strided",
     "is_tensor",
+    "is_traced_module",
     "leave_thread_worker",
     "loaded",
     "multinomial",
@@ -159,6 +160,13 @@ def trace_module(model: Any, args: Any, *, strict: bool) -> tuple[Any, Any]:
     graph = trace.graph
     torch._C._jit_pass_inline(graph)
     return trace, graph
+
+
+def is_traced_module(value: object) -> bool:
+    """Tell whether ``value`` is a ``torch.jit.TracedModule`` (made by :func:`trace_module`)."""
+    jit = sys.modules.get("torch.jit")
+    traced = getattr(jit, "TracedModule", None)
+    return traced is not None and isinstance(value, traced)
 
 
 def stack(tensors: Sequence[Any]) -> Any:
