@@ -19,7 +19,7 @@ import stoker.tensorboard as stoker_tb
 
 DATA_NAMES = sorted(set(stoker_data.__all__) & set(dir(torch_data)))
 # Defaults that differ on purpose: torch's is its global generator object, stoker's None means
-# "fresh randomness each call" (there is no global generator to share without torch).
+# "the global generator": torch's when torch is imported (drawn as torch draws), else NumPy's.
 DIFFERENT_DEFAULTS = {("stoker.data.random_split", "generator")}
 
 

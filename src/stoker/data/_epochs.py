@@ -1,8 +1,9 @@
 """The sampler epoch clock: which randomness each epoch of a sampler uses, and how far it got.
 
-A sampler's epoch is described by a small :class:`EpochRecord`: the epoch number, a seed (or,
-for a ``torch.Generator``, the generator's state when the epoch began) and the number of
-indices already yielded. From it the rest of the epoch is recomputed without replaying earlier
+A sampler's epoch is described by a small :class:`EpochRecord`: the epoch number, how its
+indices are drawn (:class:`Draws`: keyed NumPy chunks from a seed, a torch generator seeded
+with a seed, or a torch generator's state when the epoch began) and the number of indices
+already yielded. From it the rest of the epoch is recomputed without replaying earlier
 epochs, which is what resuming needs. Progress is tracked without per-index Python work:
 indices are yielded from list iterators whose remaining length is read on demand
 (:func:`track`).
@@ -14,6 +15,7 @@ stoker's samplers return from ``state_dict()``, and back.
 
 from __future__ import annotations
 
+import enum
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -21,22 +23,44 @@ from typing import Any
 
 import numpy as np
 
+from stoker import _torch
 from stoker.data._generator import (
     GeneratorState,
     check_fits,
     derive_seed,
+    draw_global_seed,
     draw_seed,
-    fresh_seed,
     restore_generator,
     save_generator,
 )
 
-__all__ = ["STATE_VERSION", "EpochClock", "EpochRecord", "track"]
+__all__ = ["DIRECT", "SEED", "STATE_VERSION", "Draws", "EpochClock", "EpochRecord", "track"]
 
 STATE_VERSION = 1
 """The version of the samplers' ``state_dict()`` format."""
 
 _OWNER = "this sampler"
+
+SEED = "seed"
+"""Global draws of a sampler that, like torch's RandomSampler, seeds its own generator."""
+DIRECT = "direct"
+"""Global draws of a sampler that, like torch's Subset- and WeightedRandomSampler, draws from
+torch's global generator itself."""
+
+
+class Draws(str, enum.Enum):
+    """How an epoch's indices are drawn (saved in states as the value)."""
+
+    KEYED = "keyed"
+    """In NumPy chunks keyed by ``(seed, tag, chunk)``: the seed alone recomputes any part."""
+    TORCH_SEED = "torch_seed"
+    """With a new ``torch.Generator`` seeded with the seed, as torch's RandomSampler does when
+    it has no generator."""
+    TORCH_STATE = "torch_state"
+    """With the sampler's own ``torch.Generator``, whose state as the epoch began is kept."""
+    TORCH_GLOBAL = "torch_global"
+    """With torch's global generator, whose state as the epoch began is kept; a resumed epoch
+    draws from a new generator set to that state instead."""
 
 
 @dataclass
@@ -45,15 +69,20 @@ class EpochRecord:
 
     Attributes:
         index: the epoch number.
-        seed: the epoch's seed (None for a ``torch.Generator``, or without randomness).
-        torch_state: a ``torch.Generator``'s state as the epoch began (base64 text).
+        seed: the epoch's seed (None when a torch generator's state is kept, or without
+            randomness).
+        torch_state: a torch generator's state as the epoch began (base64 text).
+        draws: how the indices are drawn from ``seed`` or ``torch_state``.
         start: the offset the epoch starts at (non-zero when resumed).
+        restored: the epoch comes from a state (loaded or fixed), not from a live draw.
     """
 
     index: int
     seed: int | None = None
     torch_state: str | None = None
+    draws: Draws = Draws.KEYED
     start: int = 0
+    restored: bool = False
     _chunk_end: int = 0
     _chunk_it: Iterator[int] | None = field(default=None, repr=False)
 
@@ -86,8 +115,11 @@ def track(record: EpochRecord, chunks: Iterator[list[int]]) -> Iterator[int]:
 class EpochClock:
     """Draws each epoch's randomness from a checked ``generator=`` value and remembers it.
 
-    * ``None``: a fresh seed per epoch (fixed as soon as a state describes the epoch, so that
-      the state reproduces it);
+    * ``None``: the program's global generator, drawn as torch draws when torch is imported
+      (``global_draws`` says how: :data:`SEED` draws one seed and seeds a new torch generator,
+      :data:`DIRECT` keeps torch's global state and draws from it), else one seed from
+      NumPy's legacy global generator for keyed chunks; a state taken between epochs fixes
+      the next epoch by drawing its seed then;
     * an int: the seed of epoch ``e`` is derived from ``(int, e)``, so it is reproducible and
       recomputable;
     * a :class:`numpy.random.Generator`: one seed drawn from it per epoch;
@@ -95,20 +127,23 @@ class EpochClock:
       generator's state at the start of the epoch.
     """
 
-    def __init__(self, generator: Any, *, uses_randomness: bool = True) -> None:
+    def __init__(
+        self, generator: Any, *, uses_randomness: bool = True, global_draws: str = SEED
+    ) -> None:
         self.generator = generator
         self.uses_randomness = uses_randomness
+        self.global_draws = global_draws
         self.next_epoch = 0
         self.current: EpochRecord | None = None
         self._pending: EpochRecord | None = None
-        self._pinned = False  # the pending epoch only fixes a fresh seed (nothing was loaded)
+        self._pinned = False  # the pending epoch only fixes a global seed (nothing was loaded)
         self._numpy_state_after_draw: Any = None
 
     def begin(self) -> EpochRecord:
         """Start the next epoch (or the resumed one) and return its record."""
         if self._pending is not None:
             record, self._pending, self._pinned = self._pending, None, False
-            if record.torch_state is not None:
+            if record.draws is Draws.TORCH_STATE and record.torch_state is not None:
                 restore_generator(self.generator, GeneratorState(torch=record.torch_state), _OWNER)
         else:
             record = EpochRecord(index=self.next_epoch)
@@ -116,28 +151,52 @@ class EpochClock:
             if not self.uses_randomness:
                 pass
             elif generator is None:
-                record.seed = fresh_seed()
+                if _torch.loaded() is not None and self.global_draws == DIRECT:
+                    record.draws = Draws.TORCH_GLOBAL
+                    record.torch_state = _torch.generator_state(_torch.default_generator())
+                else:
+                    self._fix_global_seed(record)
             elif isinstance(generator, int):
                 record.seed = derive_seed(generator, record.index)
             elif isinstance(generator, np.random.Generator):
                 record.seed = draw_seed(generator)
                 self._numpy_state_after_draw = generator.bit_generator.state
             else:
+                record.draws = Draws.TORCH_STATE
                 record.torch_state = save_generator(generator).torch
         self.next_epoch = record.index + 1
         self.current = record
         return record
 
+    @staticmethod
+    def _fix_global_seed(record: EpochRecord) -> None:
+        """Draw ``record``'s seed from the global generator (torch's draw when imported)."""
+        record.draws = Draws.TORCH_SEED if _torch.loaded() is not None else Draws.KEYED
+        record.seed = draw_global_seed()
+
+    def torch_source(self, record: EpochRecord) -> Any:
+        """The torch generator an epoch drawn with torch draws from.
+
+        The sampler's own generator; a new one seeded with the record's seed; torch's global
+        generator (as ``None``) for a live global epoch; or a new generator set to the kept
+        global state for a restored one, so resuming never touches the program's generator.
+        """
+        if record.draws is Draws.TORCH_SEED:
+            return _torch.new_generator(seed=record.seed)
+        if record.draws is Draws.TORCH_GLOBAL:
+            return _torch.new_generator(state=record.torch_state) if record.restored else None
+        return self.generator
+
     def set_generator(self, generator: Any) -> None:
         """Draw later epochs from ``generator`` (a checked ``generator=`` value)."""
         self.generator = generator
-        if self._pinned:  # a fresh seed fixed for the old generator no longer applies
+        if self._pinned:  # a global seed fixed for the old generator no longer applies
             self.discard_pending()
 
     def set_epoch(self, epoch: int) -> None:
         """Make the next :meth:`begin` start epoch ``epoch``.
 
-        A pending epoch of that number (a loaded state, with its offset, or a fresh seed a state
+        A pending epoch of that number (a loaded state, with its offset, or a global seed a state
         fixed) is kept; any other pending epoch is dropped.
         """
         self.current = None
@@ -161,15 +220,17 @@ class EpochClock:
         """Return the JSON-serialisable state; ``total`` is the number of indices per epoch.
 
         Between epochs the state describes the next one. With ``generator=None`` that epoch's
-        fresh seed is drawn now and kept for it, so that the state reproduces the epoch that
-        follows (a loader replays an epoch from such a state).
+        seed is drawn from the global generator now (instead of when the epoch begins) and kept
+        for it, so that the state reproduces the epoch that follows.
         """
         record = self.current
         consumed = None if record is None else record.offset()
         if consumed is None or consumed >= total:
             consumed = None
             if self._pending is None and self.uses_randomness and self.generator is None:
-                self._pending = EpochRecord(index=self.next_epoch, seed=fresh_seed())
+                pinned = EpochRecord(index=self.next_epoch, restored=True)
+                self._fix_global_seed(pinned)
+                self._pending = pinned
                 self._pinned = True
         return self.resume_state(length_fields, total, consumed)
 
@@ -190,12 +251,15 @@ class EpochClock:
         state: dict[str, Any] = {"version": STATE_VERSION, **length_fields}
         if in_epoch and record is not None and consumed is not None:
             state.update(epoch=record.index, offset=consumed, seed=record.seed)
-            saved = GeneratorState(self._numpy_state_after_draw, record.torch_state)
+            state["draws"] = record.draws.value
+            numpy_state = self._numpy_state_after_draw if record.draws is Draws.KEYED else None
+            state["generator_state"] = numpy_state
+            state["torch_state"] = record.torch_state
         else:
-            state.update(epoch=self.next_epoch, offset=0, seed=None)
+            state.update(epoch=self.next_epoch, offset=0, seed=None, draws=None)
             saved = save_generator(self.generator)
-        state["generator_state"] = saved.numpy
-        state["torch_state"] = saved.torch
+            state["generator_state"] = saved.numpy
+            state["torch_state"] = saved.torch
         return state
 
     def load(self, state: dict[str, Any], length_fields: dict[str, Any]) -> None:
@@ -224,8 +288,10 @@ class EpochClock:
                     f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
                     f"state but {expected!r} here; load it into the sampler it was saved from"
                 )
+        draws = _saved_draws(state)
         saved = GeneratorState(state.get("generator_state"), state.get("torch_state"))
-        check_fits(self.generator, saved, _OWNER)
+        if draws is not Draws.TORCH_GLOBAL:  # torch's global state, kept: fits any generator
+            check_fits(self.generator, saved, _OWNER)
         if saved.numpy is not None:
             restore_generator(self.generator, saved._replace(torch=None), _OWNER)
             self._numpy_state_after_draw = saved.numpy
@@ -234,11 +300,34 @@ class EpochClock:
         self.current = None
         self.next_epoch = epoch
         self._pinned = False
-        if offset == 0 and state.get("seed") is None:
+        if offset == 0 and state.get("seed") is None and draws is not Draws.TORCH_GLOBAL:
             self._pending = None
             if saved.torch is not None:
                 restore_generator(self.generator, saved._replace(numpy=None), _OWNER)
             return
         self._pending = EpochRecord(
-            index=epoch, seed=state.get("seed"), torch_state=saved.torch, start=offset
+            index=epoch,
+            seed=state.get("seed"),
+            torch_state=saved.torch,
+            draws=draws,
+            start=offset,
+            restored=True,
         )
+
+
+def _saved_draws(state: dict[str, Any]) -> Draws:
+    """Read a state's ``"draws"`` (absent in older states: keyed, or a torch generator's state).
+
+    Raises:
+        ValueError: for an unknown value.
+    """
+    value = state.get("draws")
+    if value is None:
+        return Draws.TORCH_STATE if state.get("torch_state") is not None else Draws.KEYED
+    try:
+        return Draws(value)
+    except ValueError as err:
+        raise ValueError(
+            f"state draws must be one of {[d.value for d in Draws]}, got {value!r}; pass a "
+            "state returned by a sampler's state_dict()"
+        ) from err

@@ -2,8 +2,12 @@
 
 Every sampler, :func:`random_split` and the loader accept ``generator=`` as one of:
 
-* ``None``: every draw uses fresh entropy from the operating system (not reproducible), the way
-  torch draws a fresh seed for each iteration when no generator is given;
+* ``None``: every draw comes from the program's *global* generator, so a program seeded once
+  (``torch.manual_seed(s)`` or ``np.random.seed(s)``) is reproducible, as a torch program is.
+  Which global generator is decided at each draw: torch's when the program has imported torch
+  (drawn exactly as torch's DataLoader and samplers draw, so orders, base seeds and the state
+  left for the rest of the program equal torch's), otherwise NumPy's legacy global generator
+  (``np.random.seed``); see :func:`draw_global_seed`;
 * an ``int`` seed: reproducible; samplers key each epoch by ``(seed, epoch)`` so the order of
   any epoch can be recomputed without replaying earlier ones;
 * a :class:`numpy.random.Generator`: drawn from (its state advances, as a torch generator's does);
@@ -22,7 +26,6 @@ The epochs of a sampler (which seed each epoch uses, how far it got) are kept by
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
@@ -36,8 +39,8 @@ __all__ = [
     "check_fits",
     "check_generator",
     "derive_seed",
+    "draw_global_seed",
     "draw_seed",
-    "fresh_seed",
     "make_rng",
     "resolve_generator",
     "restore_generator",
@@ -73,7 +76,7 @@ def check_generator(generator: object, name: str = "generator") -> Any:
         return generator
     raise TypeError(
         f"{name} must be {_VALID}, got {generator!r} of type {type(generator).__name__}; "
-        "pass e.g. an int seed for reproducible results or None for fresh randomness"
+        "pass e.g. an int seed for reproducible results or None for the global generator"
     )
 
 
@@ -100,17 +103,30 @@ def resolve_generator(generator: object, name: str = "generator") -> Any:
     return checked
 
 
-def fresh_seed() -> int:
-    """Return a seed drawn from fresh operating-system entropy."""
-    return secrets.randbits(63)
+def draw_global_seed() -> int:
+    """Draw a seed from the program's global generator (what ``generator=None`` means).
+
+    When the program has imported torch: ``torch.empty((), dtype=torch.int64).random_()`` on
+    torch's default generator, the draw torch's DataLoader makes for its base seed and its
+    RandomSampler for its permutation, so ``torch.manual_seed(s)`` fixes it. Otherwise one
+    draw of ``numpy.random.randint`` from NumPy's legacy global generator, so
+    ``np.random.seed(s)`` fixes it. Either way the global generator advances by one draw.
+
+    Returns:
+        An int in ``range(0, 2**63)``.
+    """
+    if _torch.loaded() is not None:
+        return _torch.draw_seed(None)
+    return int(np.random.randint(0, SEED_MASK + 1, dtype=np.int64))
 
 
 def draw_seed(generator: object) -> int:
     """Draw one seed from ``generator``.
 
     Args:
-        generator: ``None`` (fresh entropy), an int (a seed derived from it; the same every
-            call, resolve it first with :func:`resolve_generator` for a sequence), a
+        generator: ``None`` (the global generator, see :func:`draw_global_seed`), an int (a
+            seed derived from it; the same every call, resolve it first with
+            :func:`resolve_generator` for a sequence), a
             :class:`numpy.random.Generator` (advances it) or a ``torch.Generator`` (advances it
             the way torch's DataLoader draws its base seed, so the value equals torch's).
 
@@ -122,7 +138,7 @@ def draw_seed(generator: object) -> int:
     """
     checked = check_generator(generator)
     if checked is None:
-        return fresh_seed()
+        return draw_global_seed()
     if isinstance(checked, int):
         return derive_seed(checked)
     if isinstance(checked, np.random.Generator):

@@ -23,7 +23,8 @@ class EpochProgress:
         yielded: batches of this epoch handed to the user (skipped ones included).
         started: whether the index sampler has begun the epoch (its first item was taken).
         finished: whether the iterator reported the end of the epoch.
-        snapshot: a custom sampler's ``state_dict()`` taken as the epoch opened.
+        snapshot: a custom sampler's ``state_dict()`` taken as the epoch opened (not for
+            stoker's samplers, which describe the epoch when saving).
         skip: batches an iterable-dataset iterator still has to load and drop.
         key: ``(sample seed, epoch)`` for :func:`~stoker.data.sample_rng`.
         stream: the index stream of this epoch.

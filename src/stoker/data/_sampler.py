@@ -1,8 +1,9 @@
 """Samplers: the orders in which a loader visits dataset indices, and their batching.
 
 Semantics follow ``torch.utils.data.sampler`` (torch 2.13). Randomness comes from the
-``generator=`` argument (see :mod:`stoker.data._generator`): ``None`` draws a fresh seed each
-epoch; an int seed makes every epoch reproducible (epoch ``e`` is keyed by ``(seed, e)``); a
+``generator=`` argument (see :mod:`stoker.data._generator`): ``None`` draws from the program's
+global generator each epoch (torch's, exactly as torch's samplers do, when torch is imported;
+else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`` is keyed by ``(seed, e)``); a
 :class:`numpy.random.Generator` is drawn from once per epoch; a ``torch.Generator`` is drawn
 from with torch itself (``torch.randperm``, ``torch.randint``, ``torch.multinomial``, exactly as
 torch's samplers do), so the order equals torch's for the same generator state.
@@ -135,8 +136,8 @@ class EpochSampler(Sampler[int]):
 
         ``offset`` counts the indices of the current epoch already yielded; a loader that
         prefetches may lower it to the number it actually consumed before saving. Between
-        epochs the state describes the next epoch (with ``generator=None``, its fresh seed is
-        drawn now, so the state reproduces it).
+        epochs the state describes the next epoch (with ``generator=None``, its seed is drawn
+        from the global generator now, so the state reproduces it).
         """
         return self._clock.state(self._state_fields(), self._epoch_total())
 

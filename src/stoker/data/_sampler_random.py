@@ -1,11 +1,14 @@
 """The random samplers: permutations, draws with replacement, subsets and weighted draws.
 
 Each epoch's randomness comes from the sampler's ``generator=`` through its epoch clock (see
-:mod:`stoker.data._epochs`): with ``None``, an int seed or a :class:`numpy.random.Generator` the
-epoch has a seed and the indices are drawn in keyed chunks (permutation round ``r`` or draw
-chunk ``c`` keyed by ``(seed, tag, r)``), so an epoch resumes at any offset without replaying
-it; with a ``torch.Generator`` they are drawn with torch itself (through :mod:`stoker._torch`),
-exactly as torch's samplers draw them, and a resumed epoch is drawn again and cut.
+:mod:`stoker.data._epochs`): with an int seed, a :class:`numpy.random.Generator`, or ``None``
+in a program without torch (one seed from NumPy's legacy global generator) the epoch has a seed
+and the indices are drawn in keyed chunks (permutation round ``r`` or draw chunk ``c`` keyed by
+``(seed, tag, r)``), so an epoch resumes at any offset without replaying it. With a
+``torch.Generator``, or ``None`` in a program that imported torch, they are drawn with torch
+itself (through :mod:`stoker._torch`), exactly as torch's samplers draw them: RandomSampler
+draws a seed from torch's global generator and seeds a new generator with it, the others draw
+from torch's global generator directly; a resumed epoch is drawn again and cut.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
-from stoker.data._epochs import EpochClock, EpochRecord
+from stoker.data._epochs import DIRECT, Draws, EpochClock, EpochRecord
 from stoker.data._generator import check_generator, make_rng
 from stoker.data._sampler import (
     EpochSampler,
@@ -129,14 +132,14 @@ class RandomSampler(EpochSampler):
         return record, self._chunks(record, n, total)
 
     def _chunks(self, record: EpochRecord, n: int, total: int) -> Iterator[list[int]]:
-        if record.seed is not None:
+        if record.draws is Draws.KEYED and record.seed is not None:
             if self.replacement:
                 return _replacement_chunks(record.seed, n, total, record.start)
             return _permutation_chunks(record.seed, n, total, record.start)
-        return _skip(self._torch_chunks(n, total), record.start)
+        return _skip(self._torch_chunks(n, total, record), record.start)
 
-    def _torch_chunks(self, n: int, total: int) -> Iterator[list[int]]:
-        generator = self.generator
+    def _torch_chunks(self, n: int, total: int, record: EpochRecord) -> Iterator[list[int]]:
+        generator = self._clock.torch_source(record)
         if self.replacement:
             for _ in range(total // _TORCH_CHUNK):
                 yield _torch.randint(n, _TORCH_CHUNK, generator)
@@ -172,15 +175,16 @@ class SubsetRandomSampler(EpochSampler):
 
     def __init__(self, indices: Sequence[int], generator: Any = None) -> None:
         self.indices = indices
-        self._clock = EpochClock(check_generator(generator))
+        self._clock = EpochClock(check_generator(generator), global_draws=DIRECT)
 
     def _begin_chunks(self) -> tuple[EpochRecord, Iterator[list[Any]]]:
         n = len(self.indices)
         record = self._clock.begin()
-        if record.seed is not None:
+        if record.draws is Draws.KEYED and record.seed is not None:
             chunks = _permutation_chunks(record.seed, max(n, 1), n, record.start)
         else:
-            chunks = pieces(_torch.randperm(n, self.generator)[record.start :])
+            order = _torch.randperm(n, self._clock.torch_source(record))
+            chunks = pieces(order[record.start :])
         indices = self.indices
         return record, ([indices[position] for position in chunk] for chunk in chunks)
 
@@ -238,7 +242,7 @@ class WeightedRandomSampler(EpochSampler):
                 f"{weights_array.shape}; pass one weight per index"
             )
         self.weights = weights_array
-        self._clock = EpochClock(check_generator(generator))
+        self._clock = EpochClock(check_generator(generator), global_draws=DIRECT)
 
     def _check_weights(self) -> None:
         weights = self.weights
@@ -261,7 +265,7 @@ class WeightedRandomSampler(EpochSampler):
     def _begin_chunks(self) -> tuple[EpochRecord, Iterator[list[Any]]]:
         self._check_weights()
         record = self._clock.begin()
-        if record.seed is not None:
+        if record.draws is Draws.KEYED and record.seed is not None:
             rng = make_rng(record.seed, _DRAW_TAG)
             weights = self.weights
             if self.replacement:
@@ -274,7 +278,7 @@ class WeightedRandomSampler(EpochSampler):
                 drawn = np.argsort(-keys, kind="stable")[: self.num_samples]
         else:
             drawn = _torch.multinomial(
-                self.weights, self.num_samples, self.replacement, self.generator
+                self.weights, self.num_samples, self.replacement, self._clock.torch_source(record)
             )
         return record, pieces(drawn[record.start :])
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from stoker import _torch
 from stoker.data._dataset import Dataset, Subset
-from stoker.data._generator import check_generator, fresh_seed, make_rng
+from stoker.data._generator import check_generator, make_rng
 
 __all__ = ["random_split"]
 
@@ -83,9 +83,10 @@ def random_split(
     Args:
         dataset: the dataset to split.
         lengths: lengths (ints summing to ``len(dataset)``) or fractions summing to 1.
-        generator: ``None`` (fresh randomness; torch's default uses its global generator),
-            an int seed, a :class:`numpy.random.Generator` or a ``torch.Generator`` (which
-            gives the same split as torch for the same generator state).
+        generator: ``None`` (the global generator: torch's, drawn as torch's default draws,
+            when the program has imported torch, else NumPy's legacy one), an int seed, a
+            :class:`numpy.random.Generator` or a ``torch.Generator`` (which gives the same split
+            as torch for the same generator state).
 
     Returns:
         One :class:`Subset` per length, whose ``indices`` are lists of ints.
@@ -98,13 +99,14 @@ def random_split(
     checked = check_generator(generator)
     total = len(dataset)  # type: ignore[arg-type]
     counts = _split_lengths(total, lengths)
-    if _torch.is_generator(checked):
-        order = _torch.randperm(total, checked)
+    if _torch.is_generator(checked) or (checked is None and _torch.loaded() is not None):
+        order = _torch.randperm(total, checked)  # None: torch's global generator, as torch
     elif isinstance(checked, np.random.Generator):
         order = checked.permutation(total).tolist()
+    elif checked is None:
+        order = np.random.permutation(total).tolist()  # NumPy's legacy global generator
     else:
-        seed = fresh_seed() if checked is None else checked
-        order = make_rng(seed, _SPLIT_TAG).permutation(total).tolist()
+        order = make_rng(checked, _SPLIT_TAG).permutation(total).tolist()
     ends = itertools.accumulate(counts)
     return [
         Subset(dataset, order[end - count : end]) for end, count in zip(ends, counts, strict=True)

@@ -301,7 +301,11 @@ class ResumeTracker:
         index_sampler = plan.index_sampler
         if _offset_target(index_sampler) is None:
             source = _replay_source(index_sampler)
-            progress.snapshot = None if source is None else source.state_dict()
+            # A stoker sampler describes its epoch when saving (resume_state), so nothing is
+            # taken now: a state_dict() here would fix the epoch's randomness early and draw
+            # from the global generator before the base seed, out of torch's order.
+            if source is not None and not isinstance(source, EpochSampler):
+                progress.snapshot = source.state_dict()
         self.current = progress
         items = iter(index_sampler)
         wrap = workers and not plan.iterable
@@ -380,8 +384,12 @@ class ResumeTracker:
             # All batches were delivered but the sampler may not have seen its end yet (a
             # generator that updates its state after its last item): let it finish first.
             next(progress.stream, None)
-        if progress is None or finished:
-            source = _replay_source(index_sampler)
+        source = _replay_source(index_sampler)
+        if isinstance(source, EpochSampler):
+            # the epoch from its start, or the next one; never fixes (draws) randomness early
+            during = progress is not None and not finished and progress.started
+            state["sampler_state"] = source.resume_state(0 if during else None)
+        elif progress is None or finished:
             state["sampler_state"] = None if source is None else source.state_dict()
         else:
             state["sampler_state"] = progress.snapshot

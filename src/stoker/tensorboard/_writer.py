@@ -317,7 +317,11 @@ class SummaryWriter:
         dataformats: str = "CHW",
         labels: Any = None,
     ) -> None:
-        """Add an image with boxes ``[x1, y1, x2, y2]`` drawn on it, optionally labelled."""
+        """Add an image with boxes ``[x1, y1, x2, y2]`` drawn on it, optionally labelled.
+
+        ``labels`` must hold one string per box; with another count the boxes are drawn
+        without labels and a ``UserWarning`` says so (torch drops them silently).
+        """
         summary = summaries.image_with_boxes(
             tag, img_tensor, box_tensor, rescale, dataformats, labels
         )

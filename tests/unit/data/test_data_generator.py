@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -62,7 +65,8 @@ def test_resolve_generator_turns_an_int_into_a_reproducible_stream() -> None:
 
 
 def test_draw_seed_ranges_and_sources() -> None:
-    """Seeds are in [0, 2**63); None gives fresh values; an int gives a fixed derived seed."""
+    """Seeds are in [0, 2**63); None draws new values from the global generator; an int
+    gives a fixed derived seed."""
     seeds = {draw_seed(None) for _ in range(4)}
     assert len(seeds) == 4
     assert all(0 <= seed <= SEED_MASK for seed in seeds)
@@ -112,6 +116,14 @@ def test_generator_state_round_trips_and_refuses_another_kind() -> None:
         restore_generator(torch_generator, saved, "this test")
 
 
+def _run_ok(code: str) -> None:
+    """Run ``code`` in a fresh interpreter and assert that it succeeded."""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr
+
+
 def test_importing_stoker_data_does_not_import_torch() -> None:
     """import stoker.data and use of the samplers and collate leave torch unimported."""
     code = (
@@ -121,7 +133,72 @@ def test_importing_stoker_data_does_not_import_torch() -> None:
         "d.random_split(range(4), [0.5, 0.5])\n"
         "assert 'torch' not in sys.modules, 'torch imported'\n"
     )
+    _run_ok(code)
+
+
+def _run_seeded_program(kind: str, seed: int, workers: int) -> dict[str, Any]:
+    """Run tests/support/data_global_seed_program.py in a fresh interpreter; its JSON output."""
+    program = Path(__file__).resolve().parents[2] / "support" / "data_global_seed_program.py"
     result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+        [sys.executable, str(program), kind, str(seed), str(workers)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
     assert result.returncode == 0, result.stderr
+    seen: dict[str, Any] = json.loads(result.stdout)
+    return seen
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_a_globally_seeded_program_gets_the_same_draws_on_every_run(
+    kind: str, workers: int
+) -> None:
+    """generator=None honours the global seed: np.random.seed(s) in a NumPy program (torch
+    never imported), torch.manual_seed(s) in a torch program. Two fresh runs with one seed see
+    the same batches, worker seeds, sampler orders and splits; another seed sees others."""
+    first = _run_seeded_program(kind, 5, workers)
+    assert first["torch_imported"] is (kind == "torch")
+    assert _run_seeded_program(kind, 5, workers) == first
+    other = _run_seeded_program(kind, 6, workers)
+    for key in ("batches", "subset", "weighted", "split"):
+        assert other[key] != first[key], key
+    if workers:
+        seeds = {seed for _, worker_seeds in first["batches"] for seed in worker_seeds}
+        assert len(seeds) == 2  # base seed + worker id, drawn from the global generator
+
+
+def test_draw_global_seed_draws_from_numpy_legacy_without_torch() -> None:
+    """Without torch, the global draw is one np.random.randint from the legacy generator."""
+    code = (
+        "import sys, numpy as np\n"
+        "from stoker.data._generator import draw_global_seed\n"
+        "np.random.seed(3); a = draw_global_seed()\n"
+        "np.random.seed(3); b = int(np.random.randint(0, 2**63, dtype=np.int64))\n"
+        "assert a == b and 'torch' not in sys.modules, (a, b)\n"
+    )
+    _run_ok(code)
+
+
+def test_generator_none_draws_exactly_as_torch_when_torch_is_imported() -> None:
+    """After torch.manual_seed, stoker.data's samplers and random_split with generator=None
+    give torch's orders and leave torch's global generator where torch's leave it."""
+    import torch
+    import torch.utils.data as torch_data
+
+    import stoker.data as stoker_data
+
+    def draws(module: Any) -> tuple[list[Any], list[int]]:
+        torch.manual_seed(21)
+        orders = [
+            list(module.RandomSampler(range(9))),
+            list(module.RandomSampler(range(9), replacement=True, num_samples=40)),
+            list(module.SubsetRandomSampler([3, 5, 7, 9])),
+            list(module.WeightedRandomSampler([0.5, 1.0, 2.0], 7)),
+            [list(s.indices) for s in module.random_split(range(6), [0.5, 0.5])],
+        ]
+        return orders, torch.get_rng_state().tolist()
+
+    assert draws(stoker_data) == draws(torch_data)

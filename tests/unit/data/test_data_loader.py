@@ -379,7 +379,10 @@ class TensorSamples(Dataset[Any]):
 def test_pin_memory_with_an_accelerator_pins_tensors(monkeypatch: pytest.MonkeyPatch) -> None:
     """With torch and an accelerator, every tensor in the batch structure is pinned."""
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(available=True))
-    loader = DataLoader(TensorSamples(), batch_size=2, collate_fn=list, pin_memory=True)
+    # a seed: generator=None would draw from the stand-in's (absent) global generator
+    loader = DataLoader(
+        TensorSamples(), batch_size=2, collate_fn=list, pin_memory=True, generator=0
+    )
     (batch,) = list(loader)
     assert [s["x"].pinned for s in batch] == [True, True]
     assert [s["name"] for s in batch] == ["s0", "s1"]
@@ -389,7 +392,12 @@ def test_pin_memory_without_accelerator_and_device_warn(monkeypatch: pytest.Monk
     """No accelerator: a warning and no pinning; pin_memory_device warns that it is ignored."""
     monkeypatch.setitem(sys.modules, "torch", _fake_torch(available=False))
     loader = DataLoader(
-        TensorSamples(), batch_size=2, collate_fn=list, pin_memory=True, pin_memory_device="cuda"
+        TensorSamples(),
+        batch_size=2,
+        collate_fn=list,
+        pin_memory=True,
+        pin_memory_device="cuda",
+        generator=0,
     )
     with (
         pytest.warns(UserWarning, match="no accelerator is available"),

@@ -254,7 +254,7 @@ def test_resume_with_torch_generator_replays_torch_draws() -> None:
 
 
 def test_state_between_epochs_reproduces_the_next_fresh_epoch() -> None:
-    """With generator=None, a state taken between epochs fixes the next epoch's fresh seed."""
+    """With generator=None, a state taken between epochs fixes the next epoch's seed."""
     sampler = RandomSampler(range(20))
     list(sampler)
     state = json.loads(json.dumps(sampler.state_dict()))
@@ -414,3 +414,30 @@ def test_first_batch_does_not_wait_for_the_whole_epoch() -> None:
     assert next(iter(huge)) == 0
     batches = iter(BatchSampler(huge, 3, False))
     assert [next(batches), next(batches)] == [[0, 1, 2], [3, 4, 5]]
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: RandomSampler(range(9)),
+        lambda: RandomSampler(range(9), replacement=True, num_samples=40),
+        lambda: SubsetRandomSampler(list(range(20, 29))),
+        lambda: WeightedRandomSampler([1.0, 2.0, 3.0, 4.0], 9),
+    ],
+)
+def test_global_generator_epochs_resume_mid_epoch_without_touching_it(make: Any) -> None:
+    """With generator=None in a torch program, a state saved mid-epoch resumes the rest of that
+    epoch exactly, and resuming draws nothing from torch's global generator."""
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(8)
+    original = make()
+    iterator = iter(original)
+    [next(iterator) for _ in range(4)]
+    state = json.loads(json.dumps(original.state_dict()))
+    assert state["draws"] in ("torch_seed", "torch_global")
+    tail = list(iterator)
+    restored = make()
+    restored.load_state_dict(state)
+    before = torch.get_rng_state()
+    assert list(restored) == tail
+    assert torch.equal(torch.get_rng_state(), before)

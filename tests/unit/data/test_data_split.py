@@ -31,7 +31,7 @@ def test_random_split_lengths(total: int, lengths: list[float], expected: list[i
 
 
 def test_random_split_is_reproducible_with_a_seed_and_fresh_without() -> None:
-    """The same int seed gives the same split; None draws fresh randomness each call."""
+    """The same int seed gives the same split; None draws anew from the global generator."""
     first = random_split(range(50), [25, 25], generator=3)[0].indices
     assert first == random_split(range(50), [25, 25], generator=3)[0].indices
     unseeded = {tuple(random_split(range(50), [25, 25])[0].indices) for _ in range(3)}

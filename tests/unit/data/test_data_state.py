@@ -218,7 +218,7 @@ def test_sampler_subclass_with_its_own_iter_resumes_exactly(generator: Any, epoc
     fresh = make()
     fresh.load_state_dict(state)
     assert [batch.tolist() for batch in fresh] == rest
-    if generator is not None:  # fresh randomness differs from epoch to epoch, as it should
+    if generator is not None:  # the global generator differs from epoch to epoch, as it should
         assert [batch.tolist() for batch in fresh] == following
 
 

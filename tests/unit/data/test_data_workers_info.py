@@ -1,10 +1,29 @@
-"""Tests for a worker's identity: WorkerInfo and get_worker_info outside a worker."""
+"""Tests for a worker's identity: WorkerInfo, get_worker_info, and torch's get_worker_info()."""
 
 from __future__ import annotations
 
-import pytest
+import json
+import pickle
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
 
-from stoker.data import WorkerInfo, get_worker_info
+import pytest
+from data_torch_info_helpers import AsksTorch
+from data_workers_helpers import ALL_KINDS, SUPPORT, kind_kwargs
+
+from stoker.data import DataLoader, Dataset, WorkerInfo, get_worker_info
+
+torch = pytest.importorskip("torch")
+torch_data = pytest.importorskip("torch.utils.data")
+
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:This process .* is multi-threaded:DeprecationWarning"
+)
+
+HELPER = str(Path(SUPPORT) / "data_torch_info_helpers.py")
 
 
 def test_worker_info_is_frozen_and_absent_in_main() -> None:
@@ -15,3 +34,112 @@ def test_worker_info_is_frozen_and_absent_in_main() -> None:
     with pytest.raises(AttributeError):
         info.id = 3  # type: ignore[misc]
     assert get_worker_info() is None
+
+
+@pytest.mark.parametrize("kind", ALL_KINDS)
+def test_torch_get_worker_info_answers_in_every_worker(kind: str) -> None:
+    """In each worker, torch's get_worker_info() is a torch WorkerInfo equal to stoker's answer.
+
+    Same id, num_workers and seed as stoker's get_worker_info(), the worker's dataset; every
+    sample once; in the main process torch answers None before and after. Spawn and forkserver
+    workers start without torch: the sample that imports it then asks, and gets the answer,
+    and finds torch seeded with the worker's seed as torch's workers are.
+    """
+    assert torch_data.get_worker_info() is None
+    loader = DataLoader(
+        AsksTorch(12), batch_size=2, num_workers=2, collate_fn=list, **kind_kwargs(kind)
+    )
+    rows = [row for batch in loader for row in batch]
+    assert sorted(row[0] for row in rows) == list(range(12))
+    assert [row[1] for row in rows] == [_expected(row[2]) for row in rows]
+    assert {row[2][0] for row in rows} == {0, 1}
+    # spawn and forkserver workers start without torch: a sample imports it, then asks
+    started_without_torch = kind in ("spawn", "forkserver")
+    assert any(not row[3] for row in rows) == started_without_torch
+    if kind != "thread":  # a process worker's torch is seeded with its seed, however late it came
+        assert [row[4] for row in rows] == [row[2][2] for row in rows]
+    assert torch_data.get_worker_info() is None
+
+
+class _Pause(Dataset[int]):
+    """Sample i is i; reading a sample waits until ``go`` is set (holds the workers busy)."""
+
+    def __init__(self, go: threading.Event) -> None:
+        self.go = go
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> int:
+        self.go.wait(10)
+        return index
+
+
+def test_torch_answer_outside_worker_threads_is_falsy_and_raises_then_is_restored() -> None:
+    """While thread workers run, another thread reads no wrong answer from torch.
+
+    The answer is falsy (as None is) and reading a field raises a RuntimeError that names the
+    problem and the fix; once the iterator ends, torch answers None again.
+    """
+    go = threading.Event()
+    loader = DataLoader(_Pause(go), batch_size=1, num_workers=2, worker_type="thread")
+    iterator = iter(loader)
+    answer = torch_data.get_worker_info()
+    assert not answer
+    assert "not a stoker worker thread" in repr(answer)
+    with pytest.raises(RuntimeError, match=r"not a DataLoader worker.*worker_type=\"process\""):
+        _ = answer.id
+    go.set()
+    assert sorted(int(batch[0]) for batch in iterator) == [0, 1, 2, 3]
+    del iterator
+    loader.close()
+    assert torch_data.get_worker_info() is None
+
+
+class _KeepsAnswer(Dataset[Any]):
+    """Sample i: torch's answer pickled in the worker thread (a plain torch WorkerInfo)."""
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> bytes:
+        return pickle.dumps(torch_data.get_worker_info())
+
+
+def test_torch_answer_in_a_worker_thread_pickles_as_a_plain_worker_info() -> None:
+    """A worker thread's torch answer pickles as torch's own WorkerInfo with its values."""
+    loader = DataLoader(
+        _KeepsAnswer(), batch_size=None, num_workers=2, worker_type="thread", collate_fn=None
+    )
+    answers = [pickle.loads(blob) for blob in loader]
+    assert [type(answer) for answer in answers] == [torch_data._utils.worker.WorkerInfo] * 2
+    assert sorted(answer.id for answer in answers) == [0, 1]
+    assert {answer.num_workers for answer in answers} == {2}
+
+
+def _expected(worker: tuple[int, int, int]) -> dict[str, Any]:
+    """torch's answer (summarised) in the worker whose stoker answer is ``worker``."""
+    worker_id, num_workers, seed = worker
+    return {
+        "id": worker_id,
+        "num_workers": num_workers,
+        "seed": seed,
+        "dataset": "AsksTorch",
+        "is_torch_worker_info": True,
+    }
+
+
+def test_torch_imported_first_by_a_worker_thread_answers_at_once() -> None:
+    """torch first imported by a worker thread's sample, which then asks it, answers at once.
+
+    In a fresh interpreter whose main process had not imported torch: no sample gets None.
+    (Spawn and forkserver workers start without torch: the test above covers them.)
+    """
+    done = subprocess.run(
+        [sys.executable, HELPER], capture_output=True, text=True, timeout=90, check=True
+    )
+    rows = json.loads(done.stdout)["rows"]
+    assert sorted(row[0] for row in rows) == list(range(8))
+    assert any(not row[3] for row in rows), "torch was imported before any sample"
+    assert [row[1] for row in rows] == [_expected(row[2]) for row in rows]
+    assert {row[2][0] for row in rows} == {0, 1}

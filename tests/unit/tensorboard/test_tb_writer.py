@@ -85,12 +85,6 @@ def _bad_calls() -> list[tuple[str, Any, type[Exception], str]]:
         ("add_image", ("i", np.zeros((3, 0, 4))), ValueError, "img_tensor"),
         ("add_image", ("i", np.full((3, 4, 4), np.nan)), ValueError, "img_tensor"),
         ("add_image_with_boxes", ("i", image, np.zeros((2, 3))), ValueError, "box_tensor"),
-        (
-            "add_image_with_boxes",
-            ("i", image, np.zeros((2, 4)), 0, None, 1, "CHW", ["a"]),
-            ValueError,
-            "labels",
-        ),
         ("add_video", ("v", np.zeros((1, 2, 3, 4))), ValueError, "vid_tensor"),
         ("add_audio", ("a", np.zeros((2, 10))), ValueError, "snd_tensor"),
         ("add_text", ("t", 5), TypeError, "text_string must be a str"),

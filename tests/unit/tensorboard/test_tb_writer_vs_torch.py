@@ -381,26 +381,6 @@ def test_tensor_dtypes_torch_writes_wrongly_read_back_exactly(tmp_path: Path) ->
         assert got.tolist() == expected.tolist()
 
 
-def test_add_graph_gives_tensorboard_a_graph_with_torch_ops(tmp_path: Path) -> None:
-    """add_graph writes a GraphDef and run metadata; its ops are the ones torch's graph holds."""
-    from tensorboard.backend.event_processing import event_accumulator as legacy
-    from tensorboard.compat.proto import graph_pb2
-
-    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
-    example = torch.zeros(1, 4)
-    torch_dir, stoker_dir = _write_both(tmp_path, lambda w: w.add_graph(model, example))
-    graphs = []
-    for logdir in (torch_dir, stoker_dir):
-        accumulator = legacy.EventAccumulator(str(logdir))
-        accumulator.Reload()
-        assert accumulator.Tags()["graph"]
-        assert accumulator.Tags()["run_metadata"] == ["step1"]
-        graph = accumulator.Graph()
-        assert isinstance(graph, graph_pb2.GraphDef)
-        graphs.append(sorted(node.op for node in graph.node))
-    assert graphs[1] == graphs[0]
-
-
 def test_add_embedding_writes_the_projector_files_like_torch(tmp_path: Path) -> None:
     """add_embedding writes tensors.tsv, metadata.tsv, sprite.png and a projector config."""
     mat = _RNG.normal(size=(6, 3)).astype(np.float32)

@@ -13,6 +13,16 @@ worker seeds Python's :mod:`random` with it and, when torch is already imported 
 DataLoader uses, so ``np.random`` draws in a worker equal torch's for the same base seed.
 Thread workers share the process's generators and reseed none of them: their ``WorkerInfo.rng``
 holds generators of their own instead.
+
+torch's ``torch.utils.data.get_worker_info()`` answers too, so datasets written for torch
+(webdataset's ``split_by_worker``, Hugging Face ``datasets``' iterable datasets) shard by
+worker: with torch's own ``WorkerInfo`` holding the same id, number of workers, seed and dataset
+(:func:`torch_answers_process`, :func:`torch_answers_thread`). torch is never imported for it:
+a worker tells torch when it starts if torch is imported by then, else the moment torch is
+imported in the worker (by the dataset's unpickling, ``worker_init_fn`` or a sample), before any
+code can ask. torch keeps one answer per process; while thread workers run, that answer is
+looked up per thread (each worker thread gets its own; any other thread gets what it got
+before, or a RuntimeError that names the problem and the fix when that was None).
 """
 
 from __future__ import annotations
@@ -34,6 +44,8 @@ __all__ = [
     "seed_process_rngs",
     "set_process_worker_info",
     "set_thread_worker_info",
+    "torch_answers_process",
+    "torch_answers_thread",
 ]
 
 _MASK32 = 0xFFFFFFFF
@@ -81,14 +93,38 @@ def get_worker_info() -> WorkerInfo | None:
 
 
 def set_thread_worker_info(info: WorkerInfo | None) -> None:
-    """Install ``info`` as the calling thread's worker information (thread workers only)."""
+    """Install ``info`` as the calling thread's worker information (thread workers only).
+
+    ``None`` ends the thread's time as a worker: torch's answer for it goes too.
+    """
     _thread_info.info = info
+    if info is None:
+        _torch.leave_thread_worker()
 
 
 def set_process_worker_info(info: WorkerInfo | None) -> None:
     """Install ``info`` as this process's worker information (process workers only)."""
     global _process_info
     _process_info = info
+
+
+def torch_answers_process(info: WorkerInfo) -> None:
+    """Make torch's ``get_worker_info()`` answer ``info`` in this (worker) process.
+
+    Now if torch is imported, else the moment it is.
+    """
+    _torch.set_worker_info(info.id, info.num_workers, info.seed, info.dataset)
+
+
+def torch_answers_thread(info: WorkerInfo) -> None:
+    """Make torch's ``get_worker_info()`` answer ``info`` in the calling worker thread.
+
+    Now if torch is imported, else the moment it is; undone by ``set_thread_worker_info(None)``
+    when the thread stops being a worker.
+    """
+    _torch.enter_thread_worker(
+        info.id, info.num_workers, info.seed, info.dataset, info.worker_method or "threading"
+    )
 
 
 def numpy_seed_words(base_seed: int, worker_id: int) -> np.ndarray[Any, np.dtype[np.uint32]]:

@@ -49,7 +49,10 @@ class WorkerHost(Protocol):
     worker_method: str
 
     def install(self, setup: WorkerSetup) -> WorkerInfo:
-        """Seed the worker's generators, make ``get_worker_info()`` answer, return the info."""
+        """Seed the worker's generators, make ``get_worker_info()`` answer, return the info.
+
+        torch's ``get_worker_info()`` answers too, now or once torch is imported.
+        """
 
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Return the collate function to use (a transport may collate into its own memory)."""

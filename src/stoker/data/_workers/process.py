@@ -48,7 +48,12 @@ from typing import Any
 
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
-from stoker.data._workers.info import WorkerInfo, seed_process_rngs, set_process_worker_info
+from stoker.data._workers.info import (
+    WorkerInfo,
+    seed_process_rngs,
+    set_process_worker_info,
+    torch_answers_process,
+)
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import STOP, Command, Reply, Task, WorkerSetup
 from stoker.data._workers.shm import sweep_orphans, unlink_segments
@@ -105,6 +110,7 @@ class ProcessHost:
             id=setup.worker_id, num_workers=setup.num_workers, seed=seed, dataset=setup.dataset
         )
         set_process_worker_info(info)
+        torch_answers_process(info)
         return info
 
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

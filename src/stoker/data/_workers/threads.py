@@ -18,6 +18,9 @@ Differences from process workers, all because threads share one process:
 * process-wide generators are not reseeded: ``WorkerInfo.rng`` holds this worker's own
   ``random.Random`` and ``numpy.random.Generator`` (keys ``"random"`` and ``"numpy"``), both
   seeded with ``WorkerInfo.seed``;
+* torch keeps one ``get_worker_info()`` answer per process: while worker threads run, that
+  answer is looked up per thread (see :mod:`stoker.data._workers.info`), so a dataset that asks
+  torch in a worker thread gets that thread's id, and one that asks in another thread an error;
 * a thread cannot be killed: :meth:`ThreadPool.shutdown` asks each to stop and waits up to
   :data:`~stoker.data._workers.timeouts.STOP_GRACE`; a thread stuck in ``__getitem__`` is left
   to finish as a daemon;
@@ -39,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from stoker.data._workers.info import WorkerInfo, set_thread_worker_info
+from stoker.data._workers.info import WorkerInfo, set_thread_worker_info, torch_answers_thread
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import (
     ENDED,
@@ -84,6 +87,7 @@ class ThreadHost:
             worker_method=self.worker_method,
         )
         set_thread_worker_info(info)
+        torch_answers_thread(info)
         return info
 
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:

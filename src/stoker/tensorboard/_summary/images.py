@@ -7,6 +7,7 @@ Pillow). Figures and videos (``figures``, ``videos``) end in :func:`image_summar
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -15,7 +16,7 @@ import numpy as np
 from stoker.tensorboard._png import encode_png
 from stoker.tensorboard._proto import summary_of, summary_value
 from stoker.tensorboard._summary.boxes import draw_boxes
-from stoker.tensorboard._summary.inputs import check_tag
+from stoker.tensorboard._summary.inputs import as_numpy, check_tag
 from stoker.tensorboard._summary.pixels import to_hwc_uint8
 
 __all__ = ["ImagePayload", "image", "image_summary", "image_summary_payload", "image_with_boxes"]
@@ -92,13 +93,33 @@ def image_with_boxes(  # noqa: PLR0917 - mirrors torch's positional signature
     dataformats: str = "CHW",
     labels: Any = None,
 ) -> bytes:
-    """Build an image ``Summary`` with boxes ``[x1, y1, x2, y2]`` (and labels) drawn on it."""
+    """Build an image ``Summary`` with boxes ``[x1, y1, x2, y2]`` (and labels) drawn on it.
+
+    Labels whose count differs from the number of boxes are dropped with a warning, and the
+    boxes are drawn without them, as torch's writer draws them (a logging call does not end a
+    run over a cosmetic mismatch).
+    """
     check_tag(tag)
-    if isinstance(labels, str):
-        labels = [labels]
-    if labels is not None:
-        labels = [str(label) for label in labels]
+    labels = _labels_per_box(box_tensor, labels)
     payload = image_summary_payload(
         img_tensor, dataformats, boxes=box_tensor, labels=labels, rescale=rescale
     )
     return image_summary(tag, payload)
+
+
+def _labels_per_box(box_tensor: Any, labels: Any) -> list[str] | None:
+    """The labels as strings, or None (with a warning) when their count is not the boxes'."""
+    if labels is None:
+        return None
+    texts = [labels] if isinstance(labels, str) else [str(label) for label in labels]
+    corners = as_numpy(box_tensor, "box_tensor")
+    if corners.ndim == 2 and len(texts) != corners.shape[0]:  # other shapes: draw_boxes raises
+        warnings.warn(
+            f"labels must have one entry per box ({corners.shape[0]}), got {len(texts)}; the "
+            "boxes are drawn without labels, as torch does; pass one label per row of "
+            "box_tensor, or labels=None",
+            UserWarning,
+            stacklevel=4,  # this, image_with_boxes, SummaryWriter.add_image_with_boxes, caller
+        )
+        return None
+    return texts
