@@ -3,10 +3,11 @@
 Semantics follow ``torch.utils.data.sampler`` (torch 2.13). Randomness comes from the
 ``generator=`` argument (see :mod:`stoker.data._generator`): ``None`` draws from the program's
 global generator each epoch (torch's, exactly as torch's samplers do, when torch is imported;
-else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`` is keyed by ``(seed, e)``); a
-:class:`numpy.random.Generator` is drawn from once per epoch; a ``torch.Generator`` is drawn
-from with torch itself (``torch.randperm``, ``torch.randint``, ``torch.multinomial``, exactly as
-torch's samplers do), so the order equals torch's for the same generator state.
+else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`` is keyed by
+``(seed, e)``); a :class:`numpy.random.Generator` is drawn from once per epoch; a
+``torch.Generator`` is drawn from with torch itself (``torch.randperm``, ``torch.randint``,
+``torch.multinomial``, exactly as torch's samplers do), so the order equals torch's for the same
+generator state.
 
 The random samplers live in :mod:`stoker.data._sampler_random`; they and
 :class:`SequentialSampler` derive from :class:`EpochSampler`, whose epoch clock
