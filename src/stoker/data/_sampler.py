@@ -3,10 +3,11 @@
 Semantics follow ``torch.utils.data.sampler`` (torch 2.13). Randomness comes from the
 ``generator=`` argument (see :mod:`stoker.data._generator`): ``None`` draws from the program's
 global generator each epoch (torch's, exactly as torch's samplers do, when torch is imported;
-else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`` is keyed by ``(seed, e)``); a
-:class:`numpy.random.Generator` is drawn from once per epoch; a ``torch.Generator`` is drawn
-from with torch itself (``torch.randperm``, ``torch.randint``, ``torch.multinomial``, exactly as
-torch's samplers do), so the order equals torch's for the same generator state.
+else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`` is keyed by
+``(seed, e)``); a :class:`numpy.random.Generator` is drawn from once per epoch; a
+``torch.Generator`` is drawn from with torch itself (``torch.randperm``, ``torch.randint``,
+``torch.multinomial``, exactly as torch's samplers do), so the order equals torch's for the
+same generator state.
 
 The random samplers live in :mod:`stoker.data._sampler_random`; they and
 :class:`SequentialSampler` derive from :class:`EpochSampler`, whose epoch clock
@@ -28,6 +29,7 @@ import numpy as np
 
 from stoker.data._epochs import EpochClock, EpochRecord, track
 from stoker.data._generator import check_generator
+from stoker.data._kinds import TypeValueError
 from stoker.data._stateful import Stateful
 
 __all__ = [
@@ -35,8 +37,6 @@ __all__ = [
     "EpochSampler",
     "Sampler",
     "SequentialSampler",
-    "TypeValueError",
-    "ValueRuntimeError",
     "check_bool",
     "piece_bounds",
     "pieces",
@@ -71,24 +71,16 @@ def pieces(indices: Any) -> Iterator[list[int]]:
     return (indices[begin:end].tolist() for begin, end in piece_bounds(len(indices)))
 
 
-class TypeValueError(TypeError, ValueError):
-    """A wrong type where torch raises ValueError (catchable as either)."""
-
-
-class ValueRuntimeError(ValueError, RuntimeError):
-    """A bad value found while iterating, where torch raises RuntimeError."""
-
-
 def positive_int(value: object, name: str) -> int:
     """Return ``value`` as an int >= 1, with torch's message otherwise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeValueError(
-            f"{name} should be a positive integer value, but got {name}={value!r} "
-            f"of type {type(value).__name__}; pass an int >= 1"
+            f"{name} should be a positive integer value, but got {name}={value}: got "
+            f"{value!r} of type {type(value).__name__}; pass an int >= 1"
         )
     if value <= 0:
         raise ValueError(
-            f"{name} should be a positive integer value, but got {name}={value!r}; pass an int >= 1"
+            f"{name} should be a positive integer value, but got {name}={value}; pass an int >= 1"
         )
     return int(value)
 
@@ -97,7 +89,7 @@ def check_bool(value: object, name: str, error: type[Exception]) -> bool:
     """Return ``value`` as a bool, raising ``error`` with torch's message otherwise."""
     if not isinstance(value, (bool, np.bool_)):
         raise error(
-            f"{name} should be a boolean value, but got {name}={value!r} of type "
+            f"{name} should be a boolean value, but got {name}={value}: got {value!r} of type "
             f"{type(value).__name__}; pass True or False"
         )
     return bool(value)
