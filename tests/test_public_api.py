@@ -14,6 +14,7 @@ PACKAGES = [
     "stoker.data",
     "stoker.morestrings",
     "stoker.tensorboard",
+    "stoker.torch.data",
 ]
 
 
@@ -37,12 +38,15 @@ def test_all_is_sorted_and_unique(name: str) -> None:
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_public_names_have_docstrings(name: str) -> None:
-    """Every exported class and function carries a docstring."""
+    """Every exported class and function stoker defines carries a docstring (names a package
+    re-exports from torch keep torch's)."""
     module = importlib.import_module(name)
     undocumented = [
         attr
         for attr in module.__all__
-        if callable(getattr(module, attr)) and not (getattr(module, attr).__doc__ or "").strip()
+        if callable(getattr(module, attr))
+        and getattr(getattr(module, attr), "__module__", "").startswith("stoker")
+        and not (getattr(module, attr).__doc__ or "").strip()
     ]
     assert undocumented == []
 
@@ -54,6 +58,13 @@ def _modules_after(code: str) -> set[str]:
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
     ).stdout
     return set(out.split())
+
+
+def test_import_stoker_torch_imports_nothing_but_its_data_door_imports_torch() -> None:
+    """`import stoker.torch` loads no torch (the package only names its doors); importing
+    `stoker.torch.data` imports torch, as any torch program has."""
+    assert "torch" not in _modules_after("import stoker.torch")
+    assert "torch" in _modules_after("import stoker.torch.data")
 
 
 def test_import_stoker_imports_no_subpackage() -> None:

@@ -16,6 +16,7 @@ import torch.utils.tensorboard as torch_tb
 
 import stoker.data as stoker_data
 import stoker.tensorboard as stoker_tb
+import stoker.torch.data as door
 
 DATA_NAMES = sorted(set(stoker_data.__all__) & set(dir(torch_data)))
 # Defaults that differ on purpose: torch's is its global generator object, stoker's None means
@@ -88,3 +89,24 @@ def test_writer_methods_extend_torchs(cls: str) -> None:
     for method in ["__init__", *methods]:
         assert hasattr(ours, method), f"{cls}.{method} is missing"
         _check_extends(getattr(ours, method), getattr(theirs, method), f"{cls}.{method}")
+
+
+TORCH_DATA_PUBLIC = sorted(name for name in torch_data.__all__ if not name.startswith("_"))
+
+
+def test_the_torch_door_has_every_public_name_of_torch_utils_data() -> None:
+    """stoker.torch.data exports every public name of torch.utils.data (torch 2.13)."""
+    assert set(TORCH_DATA_PUBLIC) <= set(door.__all__)
+
+
+@pytest.mark.parametrize("name", TORCH_DATA_PUBLIC)
+def test_the_torch_doors_names_are_torchs_or_extend_them(name: str) -> None:
+    """Each door name is torch's own object, or a subclass of torch's class whose constructor
+    takes torch's parameters (names, kinds, order, defaults)."""
+    ours, theirs = getattr(door, name), getattr(torch_data, name)
+    if ours is theirs:
+        return
+    assert inspect.isclass(ours) == inspect.isclass(theirs)
+    if inspect.isclass(ours):
+        assert issubclass(ours, theirs)
+    _check_extends(_callable_of(ours), _callable_of(theirs), f"stoker.torch.data.{name}")

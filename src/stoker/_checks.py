@@ -25,6 +25,7 @@ def check_int(
     allow_none: bool = False,
     source: str | None = None,
     hint: str = "",
+    torch_text: str = "",
 ) -> Any:
     """Return ``value`` as a plain ``int`` (or None when allowed) or raise a clear error.
 
@@ -38,6 +39,7 @@ def check_int(
         allow_none: accept None (and return it).
         source: where the value came from, when it was not an argument (``"$RANK"``).
         hint: how to fix it, appended to the message.
+        torch_text: torch's message for a value below ``minimum``, put first.
 
     Returns:
         The value as an ``int``, or None.
@@ -58,7 +60,8 @@ def check_int(
         )
     number = int(value.__index__())
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {number!r}{origin}{tail}")
+        first = f"{torch_text} " if torch_text else ""
+        raise ValueError(f"{first}{name} must be >= {minimum}, got {number!r}{origin}{tail}")
     return number
 
 

@@ -30,12 +30,15 @@ import numpy as np
 
 __all__ = [
     "accelerator_available",
+    "as_tensor",
+    "batch_collation",
     "bfloat16_bits",
     "default_generator",
     "draw_seed",
     "enter_thread_worker",
     "generator_state",
     "index_tensor",
+    "is_batch_sampler",
     "is_generator",
     "is_iterable_dataset",
     "is_strided",
@@ -212,6 +215,52 @@ def multinomial(
         torch.from_numpy(weights), num_samples, replacement, generator=generator
     )
     return np.asarray(drawn.numpy())
+
+
+# -- torch's own batching, recognised so that stoker's engine can stand in for it -----------
+_TORCH_COLLATE_MAP_KEYS = 7  # Tensor, ndarray, NumPy scalars, float, int, str, bytes
+
+
+def batch_collation(collate_fn: object) -> str | None:
+    """Tell whether ``collate_fn`` is torch's ``default_collate`` or ``default_convert``.
+
+    Returns ``"collate"`` or ``"convert"`` for those (``"collate"`` only while torch's
+    ``default_collate_fn_map`` is as torch made it: a map a user extended must be honoured by
+    torch's own function), else None. Never imports torch.
+    """
+    collate = sys.modules.get("torch.utils.data._utils.collate")
+    if collate is None or collate_fn is None:
+        return None
+    if collate_fn is getattr(collate, "default_convert", None):
+        return "convert"
+    if collate_fn is not getattr(collate, "default_collate", None):
+        return None
+    fn_map = getattr(collate, "default_collate_fn_map", {})
+    expected = {
+        _require().Tensor: collate.collate_tensor_fn,
+        np.ndarray: collate.collate_numpy_array_fn,
+        (np.bool_, np.number, np.object_): collate.collate_numpy_scalar_fn,
+        float: collate.collate_float_fn,
+        int: collate.collate_int_fn,
+        str: collate.collate_str_fn,
+        bytes: collate.collate_str_fn,
+    }
+    pristine = len(fn_map) == _TORCH_COLLATE_MAP_KEYS and all(
+        fn_map.get(key) is value for key, value in expected.items()
+    )
+    return "collate" if pristine else None
+
+
+def as_tensor(value: Any) -> Any:
+    """``torch.as_tensor`` of a NumPy array or scalar: an array's memory is shared, not copied
+    (an array mapped from a shared-memory slab stays there)."""
+    return _require().as_tensor(value)
+
+
+def is_batch_sampler(value: object) -> bool:
+    """Tell whether ``value`` is exactly a ``torch.utils.data.BatchSampler`` (not a subclass)."""
+    sampler = sys.modules.get("torch.utils.data.sampler")
+    return sampler is not None and type(value) is getattr(sampler, "BatchSampler", None)
 
 
 # -- torch's global generator, and generators standing in for it (generator=None) -----------

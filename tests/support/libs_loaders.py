@@ -4,8 +4,7 @@ A *door* names a DataLoader class: ``"torch"`` (``torch.utils.data``, the refere
 ``"stoker.data"`` (NumPy-first) and ``"stoker.torch.data"`` (the torch door). A *setting* is
 ``(num_workers, worker_type)``: no workers, two processes, two threads (stoker only: torch has no
 thread workers). :data:`RUNS` lists the stoker runs, each checked against torch's run with the
-same number of workers. The torch door's runs are marked :data:`WAITS_FOR_TORCH_DOOR` until
-``stoker.torch.data`` is in the tree (strict: the mark goes when the door comes).
+same number of workers.
 """
 
 from __future__ import annotations
@@ -22,20 +21,11 @@ DOORS = {
 }
 SETTINGS = {"0": (0, None), "2-process": (2, "process"), "2-thread": (2, "thread")}
 
-WAITS_FOR_TORCH_DOOR = pytest.mark.xfail(
-    raises=ModuleNotFoundError,
-    strict=True,
-    reason="stoker.torch.data (the torch door) is not in this tree yet",
-)
-
 
 def _runs() -> list[Any]:
     runs = []
     for door in ("stoker.data", "stoker.torch.data"):
-        marks = [WAITS_FOR_TORCH_DOOR] if door == "stoker.torch.data" else []
-        runs.extend(
-            pytest.param(door, setting, id=f"{door}-{setting}", marks=marks) for setting in SETTINGS
-        )
+        runs.extend(pytest.param(door, setting, id=f"{door}-{setting}") for setting in SETTINGS)
     return runs
 
 

@@ -35,8 +35,15 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
+from stoker.data._kinds import ValueRuntimeError
 
-__all__ = ["collate", "default_collate", "default_collate_fn_map", "default_convert"]
+__all__ = [
+    "collate",
+    "default_collate",
+    "default_collate_fn_map",
+    "default_convert",
+    "map_arrays",
+]
 
 CollateFnMap = dict[type | tuple[type, ...], Callable[..., Any]]
 
@@ -57,10 +64,6 @@ def _types_of(batch: Sequence[Any]) -> frozenset[type]:
 _UNSUPPORTED = (
     "default_collate: batch must contain tensors, numpy arrays, numbers, dicts or lists; found {}"
 )
-
-
-class _ShapeMismatchError(RuntimeError, ValueError):
-    """Samples of unequal shapes (a RuntimeError as in torch, and a ValueError)."""
 
 
 class _TensorKeyMeta(type):
@@ -133,6 +136,47 @@ def default_convert(data: Any) -> Any:
     if isinstance(data, collections.abc.Sequence):
         return _same_sequence_type(data, [default_convert(item) for item in data])
     return data
+
+
+def map_arrays(data: Any, convert: Callable[[Any], Any]) -> Any:
+    """Return ``data`` with each NumPy array or scalar leaf replaced by ``convert(leaf)``.
+
+    Containers are rebuilt with their own types (mappings, namedtuples, tuples, lists, other
+    sequences, as the collation made them); arrays of strings or objects, NumPy strings, and
+    every other leaf are kept. The loader turns collated batches into torch's this way.
+    """
+    if isinstance(data, (np.ndarray, np.generic)):
+        if isinstance(data, (np.str_, np.bytes_)) or (
+            isinstance(data, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(data.dtype.str)
+        ):
+            return data
+        return convert(data)
+    if _torch.is_tensor(data) or isinstance(data, (str, bytes)):
+        return data
+    data_type = type(data)
+    if data_type is list:
+        return [map_arrays(item, convert) for item in data]
+    if data_type is dict:
+        return {key: map_arrays(value, convert) for key, value in data.items()}
+    if isinstance(data, collections.abc.Mapping):
+        return _same_mapping_type(data, {k: map_arrays(data[k], convert) for k in data})
+    if isinstance(data, tuple):
+        items = (map_arrays(item, convert) for item in data)
+        return data_type(*items) if hasattr(data, "_fields") else data_type(items)
+    if isinstance(data, collections.abc.Sequence):
+        return _same_sequence_type(data, [map_arrays(item, convert) for item in data])
+    return data
+
+
+def _shape_mismatch(shapes: Sequence[tuple[int, ...]]) -> ValueRuntimeError:
+    """The error for samples of unequal shapes: torch.stack's text, then every shape."""
+    entry = next(position for position, shape in enumerate(shapes) if shape != shapes[0])
+    return ValueRuntimeError(
+        f"stack expects each tensor to be equal size, but got {list(shapes[0])} at entry 0 and "
+        f"{list(shapes[entry])} at entry {entry}: default_collate stacks the samples of a "
+        f"batch, which must have equal shapes, got {_describe_shapes(shapes)}; resize or pad "
+        "the samples, or pass a collate_fn"
+    )
 
 
 def _describe_positions(labels: Sequence[str]) -> str:
@@ -242,11 +286,7 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     except ValueError as err:
         shapes = [np.shape(item) for item in batch]
         if any(shape != shapes[0] for shape in shapes):
-            raise _ShapeMismatchError(
-                "default_collate: samples in a batch must have equal shapes to be stacked, "
-                f"got {_describe_shapes(shapes)}; resize or pad the samples, or pass a "
-                "collate_fn"
-            ) from err
+            raise _shape_mismatch(shapes) from err
         raise
     if _STR_OR_OBJECT_DTYPE.search(stacked.dtype.str) is not None:
         raise TypeError(_unsupported_dtype(stacked.dtype))
@@ -353,13 +393,14 @@ def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | No
     elem = batch[0]
     if elem.is_nested:
         raise RuntimeError(
-            "Batches of nested tensors are not supported by the default collate_fn; "
-            "pass a collate_fn that handles them"
+            "Batches of nested tensors are not currently supported by the default collate_fn; "
+            "please provide a custom collate_fn to handle them appropriately."
         )
     if not _torch.is_strided(elem):
         raise RuntimeError(
-            f"Batches of sparse tensors (layout {elem.layout}) are not supported by the "
-            "default collate_fn; pass a collate_fn that handles them"
+            "Batches of sparse tensors are not currently supported by the default collate_fn; "
+            f"please provide a custom collate_fn to handle them appropriately. (layout "
+            f"{elem.layout})"
         )
     for position, item in enumerate(batch):
         if not _torch.is_tensor(item):
@@ -371,10 +412,7 @@ def collate_tensor_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | No
             )
     shapes = [tuple(tensor.shape) for tensor in batch]
     if any(shape != shapes[0] for shape in shapes):
-        raise _ShapeMismatchError(
-            f"default_collate: samples in a batch must have equal shapes to be stacked, got "
-            f"{_describe_shapes(shapes)}; resize or pad the samples, or pass a collate_fn"
-        )
+        raise _shape_mismatch(shapes)
     return _torch.stack(batch)
 
 

@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from stoker import _torch
+from stoker.data._kinds import TypeAssertionError, ValueAssertionError, ValueIndexError
 
 __all__ = [
     "ChainDataset",
@@ -36,18 +37,6 @@ __all__ = [
 T = TypeVar("T")
 T_co = TypeVar("T_co", covariant=True)
 T_stack = TypeVar("T_stack")  # a tuple or a dict of samples, as in torch
-
-
-class _ValueAssertionError(ValueError, AssertionError):
-    """A bad value where torch raises AssertionError."""
-
-
-class _TypeAssertionError(TypeError, AssertionError):
-    """A wrong type where torch raises AssertionError."""
-
-
-class _ValueIndexError(ValueError, IndexError):
-    """A bad value where torch raises IndexError."""
 
 
 class Dataset(Generic[T_co]):
@@ -117,13 +106,13 @@ class TensorDataset(Dataset[tuple[Any, ...]]):
 
     def __init__(self, *tensors: Any) -> None:
         if not tensors:
-            raise _ValueIndexError(
+            raise ValueIndexError(
                 "TensorDataset needs at least one array, got none; "
                 "pass arrays as TensorDataset(inputs, labels)"
             )
         sizes = [_first_dim(array, i) for i, array in enumerate(tensors)]
         if any(size != sizes[0] for size in sizes):
-            raise _ValueAssertionError(
+            raise ValueAssertionError(
                 f"Size mismatch between tensors: first dimensions are {sizes}; "
                 "every array must hold the same number of samples"
             )
@@ -170,9 +159,10 @@ class StackDataset(Dataset[T_stack]):
     def __init__(self, *args: Dataset[Any], **kwargs: Dataset[Any]) -> None:
         if args and kwargs:
             raise ValueError(
-                "StackDataset takes datasets either positionally (samples are tuples) or by "
-                f"keyword (samples are dicts), got {len(args)} positional and keywords "
-                f"{sorted(kwargs)}; use one form"
+                "Supported either ``tuple``- (via ``args``) or``dict``- (via ``kwargs``) like "
+                "input/output, but both types are given. StackDataset takes datasets either "
+                "positionally (samples are tuples) or by keyword (samples are dicts), got "
+                f"{len(args)} positional and keywords {sorted(kwargs)}; use one form"
             )
         if not args and not kwargs:
             raise ValueError("At least one dataset should be passed to StackDataset, got none")
@@ -214,9 +204,9 @@ def _fetch_many(dataset: Any, indices: Sequence[int]) -> list[Any]:
         items = getitems(indices)
         if len(items) != len(indices):
             raise ValueError(
-                f"Nested dataset's output size mismatch: {type(dataset).__name__}.__getitems__ "
-                f"returned {len(items)} samples for {len(indices)} indices; it must return "
-                "one sample per index"
+                f"Nested dataset's output size mismatch. Expected {len(indices)}, got "
+                f"{len(items)}: {type(dataset).__name__}.__getitems__ must return one sample "
+                "per index"
             )
         return list(items)
     return [dataset[index] for index in indices]
@@ -244,12 +234,12 @@ class ConcatDataset(Dataset[T_co]):
     def __init__(self, datasets: Iterable[Dataset[Any]]) -> None:
         self.datasets = list(datasets)
         if not self.datasets:
-            raise _ValueAssertionError(
+            raise ValueAssertionError(
                 "datasets should not be an empty iterable; pass at least one dataset"
             )
         for position, dataset in enumerate(self.datasets):
             if isinstance(dataset, IterableDataset):
-                raise _TypeAssertionError(
+                raise TypeAssertionError(
                     f"ConcatDataset does not support IterableDataset, got datasets[{position}] "
                     f"of type {type(dataset).__name__}; use ChainDataset for iterable datasets"
                 )
@@ -269,7 +259,10 @@ class ConcatDataset(Dataset[T_co]):
             index += total
         which = bisect.bisect_right(self.cumulative_sizes, index)
         if which >= len(self.datasets):
-            raise IndexError(f"index {index} is out of range for a ConcatDataset of length {total}")
+            raise IndexError(
+                f"list index out of range: index {index} is out of range for a ConcatDataset "
+                f"of length {total}"
+            )
         return which, index - (self.cumulative_sizes[which - 1] if which else 0)
 
     def __getitem__(self, idx: int) -> T_co:
@@ -315,7 +308,7 @@ class ChainDataset(IterableDataset[T_co]):
     @staticmethod
     def _check(dataset: object) -> None:
         if not isinstance(dataset, IterableDataset):
-            raise _TypeAssertionError(
+            raise TypeAssertionError(
                 "ChainDataset only supports IterableDataset, got "
                 f"{type(dataset).__name__}; use ConcatDataset for map-style datasets"
             )
@@ -356,8 +349,10 @@ class Subset(Dataset[T_co]):
         cls = type(self)
         if cls.__getitem__ is not Subset.__getitem__ and cls.__getitems__ is Subset.__getitems__:
             raise NotImplementedError(
-                f"{cls.__name__} overrides __getitem__ but not __getitems__; the DataLoader "
-                "calls __getitems__, so override it too, e.g.\n\n"
+                f"{cls.__name__} overrides __getitem__ but not __getitems__. When subclassing "
+                "Subset and overriding __getitem__, you must also override __getitems__ to "
+                "ensure DataLoader works correctly with your custom logic. A simple "
+                "implementation:\n\n"
                 "def __getitems__(self, indices):\n"
                 "    return [self.__getitem__(idx) for idx in indices]"
             )

@@ -3,11 +3,12 @@
 Semantics follow ``torch.utils.data.distributed`` (torch 2.13): the (optionally shuffled) index
 list is padded by repeating it from the start until it divides evenly by ``num_replicas``
 (or cut with ``drop_last``), then rank ``r`` takes every ``num_replicas``-th index starting at
-``r``. The shuffle of epoch ``e`` is a NumPy permutation keyed by ``(seed, e, tag)`` (a tag of
-this sampler's own), so every rank computes the same order without communicating, any epoch
-can be recomputed on its own, and iteration can start at an offset (see
-:meth:`DistributedSampler.load_state_dict`). The orders differ from torch's, which uses
-``torch.randperm`` seeded with ``seed + epoch``.
+``r``. The shuffle of epoch ``e`` is torch's when the program has imported torch
+(``torch.randperm`` with a generator seeded with ``seed + e``, so the indices equal torch's),
+else a NumPy permutation keyed by ``(seed, e, tag)`` (a tag of this sampler's own); either way
+every rank computes the same order without communicating, any epoch can be recomputed on its
+own, and iteration can start at an offset (see :meth:`DistributedSampler.load_state_dict`; a
+state records which of the two orders it was saved with).
 
 ``num_replicas`` and ``rank`` come from the arguments, else from ``torch.distributed`` when the
 user has already imported torch and initialised a process group, else from the ``WORLD_SIZE``
@@ -25,9 +26,11 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
+from stoker import _torch
 from stoker._checks import check_int, resolve_world
 from stoker.data._epochs import STATE_VERSION
 from stoker.data._generator import make_rng
+from stoker.data._kinds import ValueRuntimeError
 from stoker.data._sampler import Sampler, pieces
 from stoker.data._workers import get_worker_info
 
@@ -61,8 +64,11 @@ def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int
             for name, value in (("num_replicas", found_size), ("rank", found_rank))
             if value is None
         )
-        raise RuntimeError(
-            f"DistributedSampler could not determine {missing}: pass num_replicas= and rank=, "
+        # torch asks torch.distributed, which raises this ValueError without a process group
+        raise ValueRuntimeError(
+            "Default process group has not been initialized, please make sure to call "
+            f"init_process_group. DistributedSampler could not determine {missing}: pass "
+            "num_replicas= and rank=, "
             "initialise torch.distributed (after importing torch), or set the WORLD_SIZE and "
             "RANK environment variables"
         )
@@ -115,6 +121,14 @@ class DistributedSampler(Sampler[T_co]):
         self.total_size = self.num_samples * self.num_replicas
         self._progress: tuple[int, Iterator[int]] = (0, iter([]))
         self._resume_offset: int | None = None
+        self._draws: str | None = None  # fixed by a loaded state; else torch's when imported
+
+    @property
+    def _order(self) -> str:
+        """``"torch"`` (torch.randperm, as torch's sampler) or ``"keyed"`` (NumPy)."""
+        if self._draws is not None:
+            return self._draws
+        return "torch" if _torch.loaded() is not None else "keyed"
 
     @property
     def _offset(self) -> int:
@@ -123,7 +137,10 @@ class DistributedSampler(Sampler[T_co]):
 
     def _rank_indices(self) -> np.ndarray[Any, np.dtype[np.int64]]:
         length = len(self.dataset)
-        if self.shuffle:
+        if self.shuffle and self._order == "torch":
+            generator = _torch.new_generator(seed=self.seed + self.epoch)
+            order = np.asarray(_torch.randperm(length, generator), dtype=np.int64)
+        elif self.shuffle:
             order = make_rng(self.seed, self.epoch, _SHUFFLE_TAG).permutation(length)
         else:
             order = np.arange(length, dtype=np.int64)
@@ -171,6 +188,7 @@ class DistributedSampler(Sampler[T_co]):
             "epoch": self.epoch,
             "offset": self._offset if self._offset < self.num_samples else 0,
             "finished": self._offset >= self.num_samples > 0,
+            "draws": self._order,
         }
 
     def resume_state(self, consumed: int | None) -> dict[str, Any]:
@@ -214,6 +232,10 @@ class DistributedSampler(Sampler[T_co]):
                 f"state does not fit this sampler: drop_last is {state.get('drop_last')!r} in "
                 f"the state but {self.drop_last!r} here"
             )
+        draws = state.get("draws", "keyed")  # states without it were saved before torch orders
+        if draws not in ("torch", "keyed"):
+            raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
+        self._draws = draws
         self.epoch = int(state["epoch"]) + (1 if state.get("finished") else 0)
         self._resume_offset = int(state["offset"])
         self._progress = (self._resume_offset, iter([]))

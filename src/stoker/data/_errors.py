@@ -5,7 +5,8 @@ never does. :class:`WorkerFailure` captures what the main process needs instead 
 type by import path, its message, the worker's id and pid, the dataset index being fetched and
 the formatted worker traceback) as plain picklable values. :meth:`WorkerFailure.reraise` builds
 an exception of the original type in the main process whose message starts with the original
-message and goes on with where it happened and the worker traceback. When the original type
+message and goes on with torch's words for it ("Caught ValueError in DataLoader worker
+process 0."), where it happened and the worker traceback. When the original type
 cannot be imported or built from one message argument, a :class:`RuntimeError` with the same
 text is raised instead.
 
@@ -151,8 +152,10 @@ class WorkerFailure:
 
     def describe(self) -> str:
         """Return the full text used as the re-raised exception's message."""
+        name = self.type_qualname.rpartition(".")[2]
         return (
             f"{self.message}\n\n"
+            f"Caught {name} in DataLoader worker process {self.worker_id}. "
             f"{self.type_qualname} raised in DataLoader worker {self.worker_id} "
             f"(pid {self.pid}) {self.where}.\n"
             f"Original traceback in the worker:\n{self.worker_traceback}"

@@ -4,7 +4,8 @@
 the resume tracker, draw the base seed from the loader's generator (once per iterator, after
 creating the sampler's iterator, in torch's order, so a shared generator advances the same
 way), count batches, warn when an IterableDataset yields more batches than ``len(loader)`` said,
-pin memory (:mod:`stoker.data._pin`), and ``close()`` / context-manager support. It works from
+finish each batch in this process (tensors for torch's collation) and pin memory
+(:mod:`stoker.data._pin`), and ``close()`` / context-manager support. It works from
 the loader's :class:`~stoker.data._plan.LoaderPlan`, never from the loader itself.
 :class:`InProcessIter` fetches in the calling thread through the same fetch path the workers
 use; the iterator with workers is :class:`~stoker.data._iter_workers.WorkerIter`.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, make_fetcher
 from stoker.data._generator import draw_seed
+from stoker.data._kinds import TypeNotImplementedError, ValueAssertionError
 from stoker.data._pin import pin_plan
 from stoker.data._plan import LoaderPlan
 from stoker.data._sample_rng import swap_thread_key
@@ -39,6 +41,7 @@ class LoaderIter:
         self._index_sampler = plan.index_sampler
         self._num_workers = plan.num_workers
         self._timeout = plan.timeout
+        self._finish = plan.finish
         self._pin = pin_plan(plan.pin_memory, plan.pin_memory_device)
         self._tracker = tracker
         self._progress, self._sampler_iter = tracker.open_epoch(plan, plan.num_workers > 0)
@@ -72,18 +75,25 @@ class LoaderIter:
             and self._num_yielded > self._len_reported
         ):
             hint = (
-                " With workers (processes or threads), each iterates its own copy of the dataset: "
-                "shard it in __iter__ with get_worker_info() so that replicas do not repeat "
-                "samples."
+                "For multiprocessing data-loading, this could be caused by not properly "
+                "configuring the IterableDataset replica at each worker. Please see "
+                "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset "
+                "for examples. (stoker: with workers, processes or threads, each iterates its "
+                "own copy of the dataset: shard it in __iter__ with get_worker_info() so that "
+                "replicas do not repeat samples.) "
                 if self._num_workers > 0
                 else ""
             )
             warnings.warn(
-                f"len() of the DataLoader over {self._dataset!r} was {self._len_reported}, but "
-                f"{self._num_yielded} batches have been yielded.{hint}",
+                f"Length of IterableDataset {self._dataset} was reported to be "
+                f"{self._len_reported}(when accessing len(dataloader)), but {self._num_yielded} "
+                f"samples have been fetched. {hint}(stoker counts batches: len(DataLoader) was "
+                f"{self._len_reported} and {self._num_yielded} batches have been yielded)",
                 UserWarning,
                 stacklevel=2,
             )
+        if self._finish is not None:
+            data = self._finish(data)
         if self._pin is not None:
             data = self._pin(data)
         return data
@@ -122,7 +132,7 @@ class LoaderIter:
         self.close()
 
     def __getstate__(self) -> Any:
-        raise TypeError(
+        raise TypeNotImplementedError(
             f"{type(self).__name__} cannot be pickled: it owns an open iteration (and possibly "
             "workers); pickle the DataLoader or its dataset instead"
         )
@@ -135,8 +145,9 @@ class InProcessIter(LoaderIter):
         """Open an epoch of ``plan`` and its fetcher (``iter(dataset)`` for an iterable one)."""
         super().__init__(plan, tracker)
         if self._timeout != 0:
-            raise ValueError(
-                f"timeout must be 0 when num_workers=0, got timeout={self._timeout!r}; the "
+            raise ValueAssertionError(
+                "_SingleProcessDataLoaderIter requires timeout == 0: timeout must be 0 when "
+                f"num_workers=0, got timeout={self._timeout!r}; the "
                 "timeout bounds the wait for a worker's batch, so set num_workers > 0 or timeout=0"
             )
         self._fetcher = make_fetcher(

@@ -29,7 +29,10 @@ saved state in its ``WorkerSetup`` and starts the round-robin at the worker that
 
 from __future__ import annotations
 
+import errno
 import itertools
+import resource
+import signal
 import time
 import warnings
 import weakref
@@ -58,6 +61,27 @@ from stoker.data._workers import (
 )
 
 __all__ = ["WorkerIter"]
+
+_OUT_OF_FILES = (
+    "Too many open files. Communication with the workers is no longer possible. Please "
+    "increase the limit using `ulimit -n` in the shell or change the sharing strategy by "
+    "calling `torch.multiprocessing.set_sharing_strategy('file_system')` at the beginning of "
+    "your code"
+)
+"""torch's text for running out of file descriptors while talking to workers."""
+
+
+def _raise_if_out_of_files(err: OSError, doing: str) -> None:
+    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` is EMFILE."""
+    if err.errno != errno.EMFILE:
+        return
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    raise RuntimeError(
+        f"{_OUT_OF_FILES}. (stoker: the process reached its limit of {soft} open files while "
+        f"{doing}; every worker holds two pipes and every shared-memory slab of a batch still "
+        "alive one mapping, and tensors a dataset sends back travel as file descriptors: "
+        "raise the limit, keep fewer batches alive, or use fewer workers)"
+    ) from err
 
 
 class WorkerIter(LoaderIter):
@@ -94,7 +118,11 @@ class WorkerIter(LoaderIter):
         self._stats = stats
         self._pending_state: dict[int, Any] = {}
         started = time.perf_counter()
-        self._pool = start_pool(plan.multiprocessing_context, setups, plan.worker_type)
+        try:
+            self._pool = start_pool(plan.multiprocessing_context, setups, plan.worker_type)
+        except OSError as err:
+            _raise_if_out_of_files(err, "starting the workers")
+            raise
         self._stats.start_seconds += time.perf_counter() - started
         self._stats.attach(self._pool)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
@@ -235,10 +263,12 @@ class WorkerIter(LoaderIter):
             started = time.perf_counter()
             try:
                 replies, dead = self._pool.receive(budget)
-            except BaseException:
+            except BaseException as err:
                 # Ctrl-C (or SystemExit) while reading may leave a half-read message behind:
                 # this iterator cannot go on, so its workers stop now.
                 self.close()
+                if isinstance(err, OSError):
+                    _raise_if_out_of_files(err, "receiving a batch")
                 raise
             self._stats.wait_seconds += time.perf_counter() - started
             for worker_id, reply in replies:
@@ -270,13 +300,33 @@ class WorkerIter(LoaderIter):
                 lines.append(f"{self._pool.describe(worker_id)}; it held {batches}{more}")
             else:
                 lines.append(f"{self._pool.describe(worker_id)}; it held no batch")
+        pids = ", ".join(str(self._pool.pids[worker_id]) for worker_id in dead)
+        torch_words = "".join(self._torch_account(worker_id) for worker_id in dead)
         self.close()
         raise RuntimeError(
-            "DataLoader worker exited unexpectedly: "
+            f"DataLoader worker (pid(s) {pids}) exited unexpectedly: {torch_words}"
             + "; ".join(lines)
             + ". A signal usually means the process crashed (segfault) or was killed (out of "
             "memory: see dmesg); an exit code means the dataset called sys.exit/os._exit or the "
             "worker failed to start (its stderr shows why). The loader can be iterated again."
+        )
+
+    def _torch_account(self, worker_id: int) -> str:
+        """torch's sentence for a worker process it sees end (its SIGCHLD handler's), or ""."""
+        code = self._pool.exitcode(worker_id)
+        if code is None:
+            return ""
+        pid = self._pool.pids[worker_id]
+        if code < 0:
+            try:
+                name = signal.strsignal(-code) or f"signal {-code}"
+            except ValueError:
+                name = f"signal {-code}"
+            return f"DataLoader worker (pid {pid}) is killed by signal: {name}. "
+        return (
+            f"DataLoader worker (pid {pid}) exited unexpectedly with exit code {code}. Details "
+            "are lost due to multiprocessing. Rerunning with num_workers=0 may give better "
+            "error trace. "
         )
 
     def _fail_timeout(self) -> None:

@@ -21,15 +21,16 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from multiprocessing.context import BaseContext
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
 from stoker import _torch
 from stoker._checks import check_int
-from stoker.data._collate import default_collate, default_convert
+from stoker.data._collate import default_collate, default_convert, map_arrays
 from stoker.data._dataset import IterableDataset
 from stoker.data._generator import resolve_generator
 from stoker.data._iter import InProcessIter, LoaderIter
 from stoker.data._iter_workers import WorkerIter
+from stoker.data._kinds import ValueAssertionError
 from stoker.data._plan import LoaderPlan
 from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler
@@ -45,7 +46,7 @@ if TYPE_CHECKING:
 else:
     T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["DataLoader", "usable_cpu_count"]
+__all__ = ["DataLoader", "LoaderDefaults", "usable_cpu_count"]
 
 _FROZEN = frozenset(
     ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
@@ -65,6 +66,22 @@ class _EndlessSampler(Sampler[None]):
         return itertools.repeat(None)  # C-level: batching it costs almost nothing
 
 
+class LoaderDefaults(NamedTuple):
+    """What a DataLoader builds when it is given no sampler, batch sampler or collate_fn.
+
+    ``random(dataset, generator=generator)`` with ``shuffle=True``, ``sequential(dataset)``
+    otherwise, ``batch(sampler, batch_size, drop_last)`` for automatic batching, and ``collate``
+    (with automatic batching) or ``convert`` (without) as the collate function. A subclass (the
+    torch door, through :mod:`stoker.data._door`) sets its own.
+    """
+
+    random: Callable[..., Any]
+    sequential: Callable[..., Any]
+    batch: Callable[..., Any]
+    collate: Callable[[Any], Any]
+    convert: Callable[[Any], Any]
+
+
 def usable_cpu_count() -> int | None:
     """Return how many CPUs this process may run on (its affinity), or None when unknown."""
     affinity = getattr(os, "sched_getaffinity", None)
@@ -74,6 +91,11 @@ def usable_cpu_count() -> int | None:
         except OSError:
             pass
     return os.cpu_count()
+
+
+def _tensors(batch: Any) -> Any:
+    """torch's batch from stoker's collation of it: NumPy leaves as tensors (no copy)."""
+    return map_arrays(batch, _torch.as_tensor)
 
 
 def _is_iterable_dataset(dataset: object) -> bool:
@@ -118,6 +140,9 @@ class DataLoader(Generic[T_co]):
     dataset: Any
     _initialized = False
     _multiprocessing_context: BaseContext | None = None
+    _defaults: ClassVar[LoaderDefaults] = LoaderDefaults(
+        RandomSampler, SequentialSampler, BatchSampler, default_collate, default_convert
+    )
 
     def __init__(  # noqa: PLR0917 - the positional signature is torch's
         self,
@@ -142,27 +167,41 @@ class DataLoader(Generic[T_co]):
         worker_type: str = "process",
     ) -> None:
         num_workers = check_int(
-            num_workers, "num_workers", minimum=0, hint="use 0 to load in the main process"
+            num_workers,
+            "num_workers",
+            minimum=0,
+            hint="use 0 to load in the main process",
+            torch_text="num_workers option should be non-negative; use num_workers=0 to "
+            "disable multiprocessing.",
         )
         if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
             raise TypeError(f"timeout must be a number of seconds, got {timeout!r}")
         if timeout < 0:
             raise ValueError(
-                f"timeout must be >= 0 seconds, got {timeout!r}; use 0 to wait without a limit"
+                f"timeout option should be non-negative: timeout must be >= 0 seconds, got "
+                f"{timeout!r}; use 0 to wait without a limit"
             )
         prefetch_factor = check_int(prefetch_factor, "prefetch_factor", allow_none=True)
         if num_workers == 0 and prefetch_factor is not None:
             raise ValueError(
-                f"prefetch_factor must be None when num_workers=0, got "
+                "prefetch_factor option could only be specified in multiprocessing.let "
+                "num_workers > 0 to enable multiprocessing, otherwise set prefetch_factor to "
+                f"None. prefetch_factor must be None when num_workers=0, got "
                 f"prefetch_factor={prefetch_factor!r}; it counts batches loaded ahead by each "
                 "worker, so set num_workers > 0 or leave prefetch_factor unset"
             )
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         elif prefetch_factor is not None and prefetch_factor < 1:
-            raise ValueError(
-                f"prefetch_factor must be >= 1 with workers, got {prefetch_factor!r}; "
-                "leave it unset for the default of 2"
+            # torch refuses a negative value here and 0 when iterating, as an AssertionError
+            torch_text = (
+                "prefetch_factor option should be non-negative"
+                if prefetch_factor < 0
+                else "prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter"
+            )
+            raise ValueAssertionError(
+                f"{torch_text}: prefetch_factor must be >= 1 with workers, got "
+                f"{prefetch_factor!r}; leave it unset for the default of 2"
             )
         if worker_type not in ("process", "thread"):
             raise ValueError(
@@ -171,8 +210,9 @@ class DataLoader(Generic[T_co]):
             )
         if persistent_workers and num_workers == 0:
             raise ValueError(
-                f"persistent_workers=True needs num_workers > 0, got num_workers={num_workers}; "
-                "set num_workers > 0 or persistent_workers=False"
+                "persistent_workers option needs num_workers > 0: persistent_workers=True "
+                f"needs num_workers > 0, got num_workers={num_workers}; set num_workers > 0 or "
+                "persistent_workers=False"
             )
 
         self.dataset = dataset
@@ -191,55 +231,60 @@ class DataLoader(Generic[T_co]):
         if self._iterable_kind:
             if shuffle not in (False, None):
                 raise ValueError(
-                    f"shuffle must be unset (None or False) for an IterableDataset, got "
-                    f"shuffle={shuffle!r}; an iterable dataset decides its own order, so shuffle "
-                    "inside its __iter__"
+                    "DataLoader with IterableDataset: expected unspecified shuffle option, but "
+                    f"got shuffle={shuffle}; an iterable dataset decides its own order, so "
+                    "shuffle inside its __iter__ (shuffle must be None or False)"
                 )
             if sampler is not None:
                 raise ValueError(
-                    f"sampler must be None for an IterableDataset, got sampler={sampler!r}; "
-                    "an iterable dataset yields its own samples in its own order"
+                    "DataLoader with IterableDataset: expected unspecified sampler option, but "
+                    f"got sampler={sampler}; an iterable dataset yields its own samples in its "
+                    "own order (sampler must be None)"
                 )
             if batch_sampler is not None:
                 raise ValueError(
-                    f"batch_sampler must be None for an IterableDataset, got "
-                    f"batch_sampler={batch_sampler!r}; use batch_size to size batches"
+                    "DataLoader with IterableDataset: expected unspecified batch_sampler option, "
+                    f"but got batch_sampler={batch_sampler}; use batch_size to size batches "
+                    "(batch_sampler must be None)"
                 )
         else:
             shuffle = bool(shuffle)
 
         if sampler is not None and shuffle:
             raise ValueError(
-                f"sampler and shuffle=True exclude each other, got sampler={sampler!r} and "
-                f"shuffle={shuffle!r}; pass a shuffling sampler (e.g. RandomSampler) and leave "
-                "shuffle unset"
+                f"sampler option is mutually exclusive with shuffle: got sampler={sampler!r} "
+                f"and shuffle={shuffle!r}; pass a shuffling sampler (e.g. RandomSampler) and "
+                "leave shuffle unset"
             )
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
                 raise ValueError(
-                    "batch_sampler excludes batch_size, shuffle, sampler and drop_last, got "
-                    f"batch_size={batch_size!r}, shuffle={shuffle!r}, sampler={sampler!r}, "
-                    f"drop_last={drop_last!r} with batch_sampler={batch_sampler!r}; leave those "
-                    "at their defaults (the batch sampler decides batches)"
+                    "batch_sampler option is mutually exclusive with batch_size, shuffle, "
+                    f"sampler, and drop_last: got batch_size={batch_size!r}, shuffle={shuffle!r}, "
+                    f"sampler={sampler!r}, drop_last={drop_last!r} with "
+                    f"batch_sampler={batch_sampler!r}; leave those at their defaults (the batch "
+                    "sampler decides batches)"
                 )
             batch_size = None
             drop_last = False
         elif batch_size is None and drop_last:
             raise ValueError(
-                "drop_last=True needs automatic batching, got batch_size=None; set a batch_size "
-                "or drop_last=False"
+                "batch_size=None option disables auto-batching and is mutually exclusive with "
+                "drop_last: drop_last=True needs automatic batching; set a batch_size or "
+                "drop_last=False"
             )
 
         self._seed_source = resolve_generator(generator)
+        defaults = self._defaults
         if sampler is None:
             if self._iterable_kind:
                 sampler = _EndlessSampler()
             elif shuffle:
-                sampler = RandomSampler(self.dataset, generator=generator)
+                sampler = defaults.random(self.dataset, generator=generator)
             else:
-                sampler = SequentialSampler(self.dataset)
+                sampler = defaults.sequential(self.dataset)
         if batch_size is not None and batch_sampler is None:
-            batch_sampler = BatchSampler(sampler, batch_size, drop_last)  # type: ignore[arg-type]
+            batch_sampler = defaults.batch(sampler, batch_size, drop_last)
 
         self.batch_size = batch_size
         self.drop_last = drop_last
@@ -247,7 +292,7 @@ class DataLoader(Generic[T_co]):
         self.batch_sampler = batch_sampler
         self.generator = generator
         if collate_fn is None:
-            collate_fn = default_collate if self._auto_collation else default_convert
+            collate_fn = defaults.collate if self._auto_collation else defaults.convert
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._iterable_len_reported: int | None = None
@@ -266,29 +311,33 @@ class DataLoader(Generic[T_co]):
         if value is not None:
             if self.num_workers == 0:
                 raise ValueError(
-                    f"multiprocessing_context needs num_workers > 0, got {value!r} with "
-                    "num_workers=0; set num_workers or leave multiprocessing_context=None"
+                    "multiprocessing_context can only be used with multi-process loading "
+                    f"(num_workers > 0), but got num_workers={self.num_workers}: got {value!r}; "
+                    "set num_workers or leave multiprocessing_context=None"
                 )
             if isinstance(value, str):
                 methods = multiprocessing.get_all_start_methods()
                 if value not in methods:
                     raise ValueError(
-                        f"multiprocessing_context must be one of {methods!r} or a context "
-                        f"object, got {value!r}"
+                        "multiprocessing_context option should specify a valid start method in "
+                        f"{methods!r}, but got multiprocessing_context={value!r}; pass one of "
+                        "them or a context object"
                     )
                 value = multiprocessing.get_context(value)
             if not isinstance(value, BaseContext):
                 raise TypeError(
-                    "multiprocessing_context must be a start method name or a multiprocessing "
-                    f"context object, got {value!r} of type {type(value).__name__}"
+                    "multiprocessing_context option should be a valid context object or a "
+                    f"string specifying the start method, but got multiprocessing_context={value}"
+                    f" of type {type(value).__name__}"
                 )
         object.__setattr__(self, "_multiprocessing_context", value)
 
     def __setattr__(self, name: str, value: Any) -> None:
         if self._initialized and name in _FROZEN:
+            cls = type(self).__name__
             raise ValueError(
-                f"{name} cannot be set after the {type(self).__name__} is created, got an "
-                f"attempt to set it to {value!r}; create a new {type(self).__name__} instead"
+                f"{name} attribute should not be set after {cls} is initialized: got an "
+                f"attempt to set it to {value!r}; create a new {cls} instead"
             )
         super().__setattr__(name, value)
 
@@ -302,12 +351,26 @@ class DataLoader(Generic[T_co]):
 
     def _plan(self) -> LoaderPlan:
         """Snapshot what an iteration (or a state) needs from this loader's current settings."""
+        index_sampler = self._index_sampler
+        if _torch.is_batch_sampler(index_sampler):
+            # torch's BatchSampler batches as stoker's does: stoker's cuts the inner sampler's
+            # index lists directly and gives a state the offset to resume at
+            index_sampler = BatchSampler(
+                index_sampler.sampler, index_sampler.batch_size, index_sampler.drop_last
+            )
+        collate_fn, finish = self.collate_fn, None
+        torch_collation = _torch.batch_collation(collate_fn)
+        if torch_collation is not None:
+            # torch's batches from stoker's collation: the same values, then tensors
+            collate_fn = default_collate if torch_collation == "collate" else default_convert
+            finish = _tensors
         return LoaderPlan(
             dataset=self.dataset,
             iterable=self._iterable_kind,
-            index_sampler=self._index_sampler,
+            index_sampler=index_sampler,
             auto_collation=self._auto_collation,
-            collate_fn=self.collate_fn,
+            collate_fn=collate_fn,
+            finish=finish,
             drop_last=self.drop_last,
             batch_size=self.batch_size,
             num_workers=self.num_workers,
@@ -388,11 +451,27 @@ class DataLoader(Generic[T_co]):
             return
         usable = usable_cpu_count()
         if usable is None or self.num_workers > usable:
+            if usable is None:
+                suggested = (
+                    "DataLoader is not able to compute a suggested max number of worker in "
+                    "current system."
+                )
+            else:
+                affinity = hasattr(os, "sched_getaffinity")
+                unchecked = "" if affinity else " (`cpuset` is not taken into account)"
+                suggested = (
+                    f"Our suggested max number of worker in current system is {usable}"
+                    f"{unchecked}, which is smaller than what this DataLoader is going to create."
+                )
+            kind = "worker threads" if self.worker_type == "thread" else "worker processes"
             have = "an unknown number of" if usable is None else str(usable)
             warnings.warn(
-                f"num_workers={self.num_workers} exceeds the {have} CPUs this process may use "
-                "(os.sched_getaffinity); more workers than CPUs usually slows loading "
-                "down. Lower num_workers unless the dataset waits on I/O",
+                f"This DataLoader will create {self.num_workers} worker processes in total. "
+                f"{suggested} Please be aware that excessive worker creation might get "
+                "DataLoader running slow or even freeze, lower the worker number to avoid "
+                "potential slowness/freeze if necessary. (stoker: num_workers="
+                f"{self.num_workers} {kind} for the {have} CPUs this process may use; more "
+                "workers than CPUs usually slows loading down unless the dataset waits on I/O)",
                 UserWarning,
                 stacklevel=3,
             )

@@ -50,8 +50,9 @@ def pin_plan(pin_memory: bool, pin_memory_device: str) -> Callable[[Any], Any] |
         return None
     if pin_memory_device:
         warnings.warn(
-            f"pin_memory_device={pin_memory_device!r} is ignored: pinned memory always targets "
-            "the current accelerator (the argument is deprecated in torch too); drop it",
+            "pin_memory_device is deprecated, the current accelerator will be used as the "
+            f"device,ignore pin_memory_device='{pin_memory_device}'. (stoker: pinned memory "
+            "always targets the current accelerator; drop the argument)",
             UserWarning,
             stacklevel=6,
         )
@@ -60,8 +61,10 @@ def pin_plan(pin_memory: bool, pin_memory_device: str) -> Callable[[Any], Any] |
             "torch is not imported" if _torch.loaded() is None else "no accelerator is available"
         )
         warnings.warn(
-            f"pin_memory=True has no effect because {reason}; batches are returned unpinned. "
-            "Pass pin_memory=False to silence this warning",
+            "'pin_memory' argument is set as true but no accelerator is found, then device "
+            f"pinned memory won't be used. (stoker: pin_memory=True has no effect because "
+            f"{reason}; batches are returned unpinned. Pass pin_memory=False to silence this "
+            "warning)",
             UserWarning,
             stacklevel=6,
         )

@@ -27,8 +27,13 @@ class LoaderPlan:
         index_sampler: what the iterator draws items from: the batch sampler with automatic
             batching, else the sampler.
         auto_collation: whether automatic batching is on (the items are lists of indices).
-        collate_fn: the collate function (``default_collate``, ``default_convert`` or the
-            user's).
+        collate_fn: the collate function the fetch path calls (``default_collate``,
+            ``default_convert`` or the user's; stoker's own when the loader was given torch's,
+            see ``finish``).
+        finish: applied to each batch in the main process before pinning: torch's
+            ``default_convert``, turning NumPy leaves into tensors, when the loader was given
+            torch's ``default_collate`` or ``default_convert`` (stoker collates, so large
+            batches still travel in slabs and become tensors without a copy); else None.
         drop_last: drop a short last batch.
         batch_size: the batch size (None without automatic batching or with a batch sampler).
         num_workers: how many workers (0: load in the calling thread).
@@ -50,6 +55,7 @@ class LoaderPlan:
     index_sampler: Any
     auto_collation: bool
     collate_fn: Callable[[Any], Any]
+    finish: Callable[[Any], Any] | None
     drop_last: bool
     batch_size: int | None
     num_workers: int

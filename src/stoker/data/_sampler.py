@@ -29,6 +29,7 @@ import numpy as np
 
 from stoker.data._epochs import EpochClock, EpochRecord, track
 from stoker.data._generator import check_generator
+from stoker.data._kinds import TypeValueError
 from stoker.data._stateful import Stateful
 
 __all__ = [
@@ -36,8 +37,6 @@ __all__ = [
     "EpochSampler",
     "Sampler",
     "SequentialSampler",
-    "TypeValueError",
-    "ValueRuntimeError",
     "check_bool",
     "piece_bounds",
     "pieces",
@@ -72,24 +71,16 @@ def pieces(indices: Any) -> Iterator[list[int]]:
     return (indices[begin:end].tolist() for begin, end in piece_bounds(len(indices)))
 
 
-class TypeValueError(TypeError, ValueError):
-    """A wrong type where torch raises ValueError (catchable as either)."""
-
-
-class ValueRuntimeError(ValueError, RuntimeError):
-    """A bad value found while iterating, where torch raises RuntimeError."""
-
-
 def positive_int(value: object, name: str) -> int:
     """Return ``value`` as an int >= 1, with torch's message otherwise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeValueError(
-            f"{name} should be a positive integer value, but got {name}={value!r} "
-            f"of type {type(value).__name__}; pass an int >= 1"
+            f"{name} should be a positive integer value, but got {name}={value}: got "
+            f"{value!r} of type {type(value).__name__}; pass an int >= 1"
         )
     if value <= 0:
         raise ValueError(
-            f"{name} should be a positive integer value, but got {name}={value!r}; pass an int >= 1"
+            f"{name} should be a positive integer value, but got {name}={value}; pass an int >= 1"
         )
     return int(value)
 
@@ -98,7 +89,7 @@ def check_bool(value: object, name: str, error: type[Exception]) -> bool:
     """Return ``value`` as a bool, raising ``error`` with torch's message otherwise."""
     if not isinstance(value, (bool, np.bool_)):
         raise error(
-            f"{name} should be a boolean value, but got {name}={value!r} of type "
+            f"{name} should be a boolean value, but got {name}={value}: got {value!r} of type "
             f"{type(value).__name__}; pass True or False"
         )
     return bool(value)

@@ -21,14 +21,8 @@ import numpy as np
 from stoker import _torch
 from stoker.data._epochs import DIRECT, Draws, EpochClock, EpochRecord
 from stoker.data._generator import check_generator, make_rng
-from stoker.data._sampler import (
-    EpochSampler,
-    TypeValueError,
-    ValueRuntimeError,
-    check_bool,
-    pieces,
-    positive_int,
-)
+from stoker.data._kinds import TypeValueError, ValueRuntimeError
+from stoker.data._sampler import EpochSampler, check_bool, pieces, positive_int
 
 __all__ = ["RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"]
 
@@ -246,18 +240,31 @@ class WeightedRandomSampler(EpochSampler):
 
     def _check_weights(self) -> None:
         weights = self.weights
-        if weights.size == 0 or not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        # torch.multinomial's own texts first (the C++ checks torch's sampler runs into)
+        if weights.size == 0:
             raise ValueRuntimeError(
-                "weights must be finite and non-negative with at least one entry, got "
-                f"{weights!r}; fix the weights passed to WeightedRandomSampler"
+                "weights must hold at least one entry, got an empty sequence; pass one weight "
+                "per index to WeightedRandomSampler"
+            )
+        if not np.all(np.isfinite(weights)):
+            raise ValueRuntimeError(
+                "probability tensor contains either `inf`, `nan` or element < 0: weights must "
+                f"be finite, got {weights!r}; fix the weights passed to WeightedRandomSampler"
+            )
+        if np.any(weights < 0):
+            raise ValueRuntimeError(
+                "invalid multinomial distribution (encountering probability entry < 0): weights "
+                f"must be non-negative, got {weights!r}; fix the weights passed to "
+                "WeightedRandomSampler"
             )
         if not np.any(weights > 0):
             raise ValueRuntimeError(
-                "weights must not all be zero (their sum must be > 0); "
-                "give at least one index a positive weight"
+                "invalid multinomial distribution (sum of probabilities <= 0): weights must not "
+                "all be zero; give at least one index a positive weight"
             )
         if not self.replacement and self.num_samples > weights.size:
             raise ValueRuntimeError(
+                "cannot sample n_sample > prob_dist.size(-1) samples without replacement: "
                 f"cannot draw num_samples={self.num_samples} indices without replacement from "
                 f"{weights.size} weights; lower num_samples or use replacement=True"
             )

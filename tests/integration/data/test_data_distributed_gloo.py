@@ -104,10 +104,11 @@ def test_env_ranks_shard_dataset_exactly_once_without_torch(tmp_path: Path) -> N
     assert [r["rank"] for r in results] == list(range(world))
     _check_epochs(results, world)
     _check_stream(results)
-    # every rank computed the same epoch orders: the same as a single process computes
+    # every rank computed the same epoch orders: the same as a single process computes (with
+    # the NumPy order of a program without torch, which this test process has imported)
     from stoker.data import DistributedSampler
 
     for epoch in range(EPOCHS):
         sampler = DistributedSampler(list(range(N)), num_replicas=world, rank=2, seed=5)
-        sampler.set_epoch(epoch)
+        sampler.load_state_dict({**sampler.state_dict(), "draws": "keyed", "epoch": epoch})
         assert results[2]["epochs"][epoch] == list(sampler)

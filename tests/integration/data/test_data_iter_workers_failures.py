@@ -184,12 +184,17 @@ def test_timeout_raises_naming_the_timeout(kind: str) -> None:
 
 
 def test_unpicklable_dataset_with_spawn_says_what_to_do() -> None:
-    """With spawn, an unpicklable collate_fn raises TypeError explaining the fix, at iter()."""
+    """With spawn, an unpicklable collate_fn warns torch's pickle-error warning and raises a
+    TypeError (also pickle's AttributeError, as torch raises) explaining the fix, at iter()."""
     loader = DataLoader(
         RangeDataset(2), num_workers=1, multiprocessing_context="spawn", collate_fn=lambda b: b
     )
-    with pytest.raises(TypeError, match=r"must be picklable .* 'spawn' start method"):
+    with (
+        pytest.warns(UserWarning, match="Got pickle error when attempting to start a worker"),
+        pytest.raises(TypeError, match=r"must be picklable .* 'spawn' start method") as caught,
+    ):
         iter(loader)
+    assert isinstance(caught.value, AttributeError)
 
 
 def test_unpicklable_index_raises_instead_of_hanging() -> None:

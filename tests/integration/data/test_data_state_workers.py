@@ -96,7 +96,7 @@ def test_resume_with_workers_equals_uninterrupted(
         assert head + tail == expected, f"saved after {k} batches"
 
 
-@pytest.mark.filterwarnings("ignore:num_workers=4 exceeds:UserWarning")
+@pytest.mark.filterwarnings("ignore:This DataLoader will create 4 worker:UserWarning")
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
 def test_sample_rng_batches_are_identical_for_any_number_of_workers(worker_type: str) -> None:
     """Augmented batches (sample_rng) are bit-identical for num_workers 0, 1, 2 and 4."""

@@ -174,3 +174,56 @@ def test_spawn_pickles_the_dataset_once(
     loader = DataLoader(dataset, batch_size=4, num_workers=2, multiprocessing_context="spawn")
     assert [b[1].tolist() for b in loader] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11]]
     assert len(calls) == 1
+
+
+@pytest.mark.parametrize("module", ["stoker.data", "stoker.torch.data"])
+@pytest.mark.parametrize("start_method", ["spawn", "forkserver"])
+def test_datasets_holding_tensors_or_locks_reach_every_worker(
+    start_method: str, module: str
+) -> None:
+    """A dataset holding a torch tensor, or a multiprocessing Value and Lock of the loader's
+    context, starts two spawn or forkserver workers (each gets its own pickle, as torch's do):
+    every sample arrives once, and the workers' increments reach the shared Value."""
+    import importlib
+    import multiprocessing
+
+    import torch
+    from torch_door_helpers import Counted, TensorHolder
+
+    loader_class = importlib.import_module(module).DataLoader
+    context = multiprocessing.get_context(start_method)
+    rows = [
+        row
+        for batch in loader_class(
+            TensorHolder(12), batch_size=3, num_workers=2, multiprocessing_context=context
+        )
+        for row in torch.as_tensor(batch).tolist()
+    ]
+    assert rows == TensorHolder(12).rows.tolist()
+    counted = Counted(context, 12)
+    loader = loader_class(counted, batch_size=3, num_workers=2, multiprocessing_context=context)
+    assert [i for batch in loader for i in np.asarray(batch).tolist()] == list(range(12))
+    assert counted.count.value == 12
+
+
+def test_the_setup_is_pickled_once_unless_it_holds_per_process_objects() -> None:
+    """The fast start pickles one setup for all workers; a tensor, a Lock, a Value or a
+    connection in it makes each worker get its own pickle instead (None here)."""
+    import multiprocessing
+
+    import torch
+
+    from stoker.data._workers.process import ProcessPool
+    from stoker.data._workers.protocol import WorkerSetup
+
+    def setup(dataset: Any) -> WorkerSetup:
+        return WorkerSetup(dataset, False, True, list, False, 0, 0, 2, None)
+
+    context = multiprocessing.get_context("spawn")
+    pickle_once = ProcessPool._pickle_once
+    assert isinstance(pickle_once(None, context, setup(list(range(5)))), bytes)  # type: ignore[arg-type]
+    reader, writer = context.Pipe()
+    for per_process in (torch.zeros(3), context.Lock(), context.Value("i"), reader):
+        assert pickle_once(None, context, setup([per_process])) is None  # type: ignore[arg-type]
+    reader.close()
+    writer.close()

@@ -19,7 +19,6 @@ from libs_loaders import (
     RUNS,
     SETTINGS,
     TORCH_SETTINGS,
-    WAITS_FOR_TORCH_DOOR,
     loader_class,
     torch_setting,
 )
@@ -67,9 +66,7 @@ def ddp_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
 
 DDP_RUNS = [pytest.param("torch", setting, id=f"torch-{setting}") for setting in TORCH_SETTINGS]
 DDP_RUNS += [
-    pytest.param(
-        "stoker.torch.data", setting, id=f"stoker.torch.data-{setting}", marks=WAITS_FOR_TORCH_DOOR
-    )
+    pytest.param("stoker.torch.data", setting, id=f"stoker.torch.data-{setting}")
     for setting in SETTINGS
 ]
 

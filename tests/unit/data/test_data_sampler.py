@@ -148,8 +148,8 @@ def test_weighted_random_sampler_argument_errors(
 @pytest.mark.parametrize(
     ("weights", "num_samples", "replacement", "match"),
     [
-        ([1.0, -1.0], 1, True, "finite and non-negative"),
-        ([1.0, float("nan")], 1, True, "finite and non-negative"),
+        ([1.0, -1.0], 1, True, "probability entry < 0.*must be non-negative"),
+        ([1.0, float("nan")], 1, True, "contains either `inf`, `nan`.*must be finite"),
         ([0.0, 0.0], 1, True, "must not all be zero"),
         ([1.0, 0.0], 3, False, "without replacement from 2 weights"),
     ],

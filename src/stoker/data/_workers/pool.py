@@ -36,6 +36,9 @@ class WorkerPool(Protocol):
     def describe(self, worker_id: int) -> str:
         """Name a worker and say how it ended."""
 
+    def exitcode(self, worker_id: int) -> int | None:
+        """A worker process's exit code (negative: the signal), or None (running, a thread)."""
+
     def shutdown(self) -> None:
         """Stop every worker within a few seconds; idempotent."""
 

@@ -28,18 +28,27 @@ worker dies or stops, and every new pool sweeps names left by processes that no 
 Fast start: with spawn and forkserver the worker setup (dataset, collate_fn, worker_init_fn) is
 pickled once, not once per worker, and reaches each worker as the first message on its task
 pipe (written by a helper thread when larger than the pipe), so ``Process.start`` never waits
-for a child to read a large payload and the workers boot in parallel.
+for a child to read a large payload and the workers boot in parallel. Some objects cannot travel
+that way, and the setup then goes to each worker with its ``Process`` arguments, pickled once
+per worker while the process starts, as torch's workers get theirs: objects multiprocessing
+reduces through its own registry (``ForkingPickler.register``: torch's tensors and storages,
+connections, sockets), which hand over a file descriptor that one process only can receive,
+and synchronisation objects of the loader's context (``Lock``, ``Value``), which pickle only
+while a process is being started (:class:`_OncePickler` finds the first kind; the second raises
+``RuntimeError``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import math
 import os
 import pickle
 import select
 import signal
 import time
+import warnings
 from collections.abc import Callable
 from multiprocessing import connection
 from multiprocessing.context import BaseContext
@@ -48,6 +57,7 @@ from typing import Any
 
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
+from stoker.data._kinds import TypeAttributeError, TypePicklingError
 from stoker.data._workers.info import (
     WorkerInfo,
     seed_process_rngs,
@@ -182,6 +192,42 @@ def process_main(
         task_conn.close()
 
 
+_PICKLE_WARNING = (
+    "Got pickle error when attempting to start a worker Process. This might be because the "
+    "worker Process arguments are not picklable. Python 3.14+ changed the multiprocessing "
+    "start method in non-Mac POSIX platforms to 'forkserver', which requires the worker "
+    "Process arguments to be picklable. You can also try multiprocessing.set_start_method"
+    "('fork')."
+)
+"""torch's warning when a worker's arguments cannot be pickled."""
+
+
+class _PerProcess(Exception):
+    """Raised by :class:`_OncePickler` at an object whose pickle serves one process only."""
+
+
+def _refuse(obj: object) -> Any:
+    raise _PerProcess(type(obj).__name__)
+
+
+class _OncePickler(ForkingPickler):
+    """ForkingPickler that stops at an object whose reduction is made for one process.
+
+    Every type in multiprocessing's reducer registry (what ``ForkingPickler.register`` added:
+    torch's tensors and storages, connections, sockets) hands the receiving process a file
+    descriptor that can be received once, so such a pickle cannot serve every worker. The
+    pickler stops before reducing it (which would share a storage and open a descriptor for
+    nobody).
+    """
+
+    def __init__(self, file: io.BytesIO) -> None:
+        super().__init__(file, pickle.HIGHEST_PROTOCOL)
+        registered: dict[type, Any] = getattr(ForkingPickler, "_extra_reducers", {})
+        table = dict(self.dispatch_table)
+        table.update(dict.fromkeys(registered, _refuse))
+        self.dispatch_table = table
+
+
 class ProcessPool:
     """The main side of process workers: one process, task pipe and result pipe each."""
 
@@ -218,19 +264,33 @@ class ProcessPool:
 
     @staticmethod
     def _picklable_error(context: BaseContext, err: Exception) -> TypeError:
+        """Warn torch's warning and return the error to raise: a TypeError that is also of
+        ``err``'s kind (torch re-raises ``err`` itself), with ``err``'s text first."""
+        warnings.warn(_PICKLE_WARNING, UserWarning, stacklevel=6)
         method = context.get_start_method()
-        return TypeError(
-            f"the dataset, collate_fn and worker_init_fn must be picklable to start workers "
-            f"with the {method!r} start method, got an error pickling them: {err}; define "
-            "them at module level (no lambdas or local classes) or use "
-            "multiprocessing_context='fork'"
+        kind: type[TypeError] = TypeError
+        if isinstance(err, pickle.PicklingError):
+            kind = TypePicklingError
+        elif isinstance(err, AttributeError):
+            kind = TypeAttributeError
+        return kind(
+            f"{err}: the dataset, collate_fn and worker_init_fn must be picklable to start "
+            f"workers with the {method!r} start method; define them at module level (no "
+            "lambdas or local classes) or use multiprocessing_context='fork'"
         )
 
-    def _pickle_once(self, context: BaseContext, setup: WorkerSetup) -> bytes:
+    def _pickle_once(self, context: BaseContext, setup: WorkerSetup) -> bytes | None:
+        """Pickle ``setup`` once for every worker; None when it must go to each separately."""
+        buffer = io.BytesIO()
         try:
-            return bytes(ForkingPickler.dumps(setup))
+            _OncePickler(buffer).dump(setup)
+        except _PerProcess:
+            return None  # a tensor, connection, ...: each worker gets its own pickle
+        except RuntimeError:
+            return None  # a Lock or Value: pickled only while a process starts
         except (TypeError, AttributeError, pickle.PicklingError) as err:
             raise self._picklable_error(context, err) from err
+        return buffer.getvalue()
 
     def _start_one(self, context: BaseContext, setup: WorkerSetup, shared: bytes | None) -> None:
         task_reader, task_writer = context.Pipe(duplex=False)
@@ -362,6 +422,11 @@ class ProcessPool:
         """Say which process worker ``worker_id`` is and how it ended."""
         process = self.processes[worker_id]
         return f"worker {worker_id} (pid {process.pid}) {describe_exit(process.exitcode)}"
+
+    def exitcode(self, worker_id: int) -> int | None:
+        """The worker process's exit code (negative: the signal that ended it), or None."""
+        code: int | None = self.processes[worker_id].exitcode
+        return code
 
     def shutdown(self, grace: float = STOP_GRACE) -> None:
         """Stop every worker: ask, wait up to ``grace`` seconds, then SIGTERM, then SIGKILL.

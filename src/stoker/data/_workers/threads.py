@@ -183,6 +183,10 @@ class ThreadPool:
         state = "is running" if thread.is_alive() else "ended (an exception escaped its loop)"
         return f"worker {worker_id} (thread {thread.name} in pid {os.getpid()}) {state}"
 
+    def exitcode(self, worker_id: int) -> int | None:
+        """None: a thread has no exit code."""
+        return None
+
     def shutdown(self, grace: float = STOP_GRACE) -> None:
         """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent."""
         if self.closed:

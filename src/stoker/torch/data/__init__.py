@@ -1,0 +1,91 @@
+"""stoker.torch.data: ``torch.utils.data`` for torch programs, with stoker's loader behind it.
+
+Every public name of ``torch.utils.data`` (torch 2.13) is here. :class:`DataLoader` and the
+random, sequential and distributed samplers are stoker's and torch's at once (subclasses of
+both: ``isinstance`` checks against torch's classes hold); the datasets, ``Sampler``,
+``BatchSampler``, ``random_split``, ``default_collate``, ``default_convert`` and the datapipe
+names are torch's own objects. Batches are torch's (tensors), and ``generator=None`` draws from
+torch's global generator exactly as torch does, so a program seeded with ``torch.manual_seed``
+gets the batches, worker seeds and random stream it gets from torch. stoker's additions:
+thread workers (``worker_type="thread"``), ``state_dict()`` / ``load_state_dict()``,
+``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`.
+
+A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumPy batches, and
+no torch.
+"""
+
+from torch.utils.data import (
+    BatchSampler,
+    ChainDataset,
+    ConcatDataset,
+    DataChunk,
+    Dataset,
+    DFIterDataPipe,
+    IterableDataset,
+    IterDataPipe,
+    MapDataPipe,
+    Sampler,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    argument_validation,
+    default_collate,
+    default_convert,
+    functional_datapipe,
+    guaranteed_datapipes_determinism,
+    non_deterministic,
+    random_split,
+    runtime_validation,
+    runtime_validation_disabled,
+)
+
+from stoker._public import fixup_module_metadata
+from stoker.data import ShardInfo, SharedMemoryFullError, WorkerInfo, get_shard_info, sample_rng
+from stoker.torch.data._info import get_worker_info
+from stoker.torch.data._loader import DataLoader
+from stoker.torch.data._samplers import (
+    DistributedSampler,
+    RandomSampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+__all__ = [
+    "BatchSampler",
+    "ChainDataset",
+    "ConcatDataset",
+    "DFIterDataPipe",
+    "DataChunk",
+    "DataLoader",
+    "Dataset",
+    "DistributedSampler",
+    "IterDataPipe",
+    "IterableDataset",
+    "MapDataPipe",
+    "RandomSampler",
+    "Sampler",
+    "SequentialSampler",
+    "ShardInfo",
+    "SharedMemoryFullError",
+    "StackDataset",
+    "Subset",
+    "SubsetRandomSampler",
+    "TensorDataset",
+    "WeightedRandomSampler",
+    "WorkerInfo",
+    "argument_validation",
+    "default_collate",
+    "default_convert",
+    "functional_datapipe",
+    "get_shard_info",
+    "get_worker_info",
+    "guaranteed_datapipes_determinism",
+    "non_deterministic",
+    "random_split",
+    "runtime_validation",
+    "runtime_validation_disabled",
+    "sample_rng",
+]
+
+fixup_module_metadata(__name__, globals())
