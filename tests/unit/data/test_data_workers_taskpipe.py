@@ -65,6 +65,11 @@ def test_unanswered_setup_does_not_count_and_stop_is_refused_when_full() -> None
     assert not pipe.try_send_now(b"S" * 128)
     assert reader.recv_bytes() == filler
     pipe.acknowledge()
+    # A message near the capacity is written by a helper thread, which may still be finishing
+    # after the reader has its bytes: STOP is refused while the pipe is busy, so wait for that.
+    deadline = time.monotonic() + 5
+    while pipe.busy and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert pipe.try_send_now(b"STOP")
     assert reader.recv_bytes() == b"STOP"
     pipe.close()
