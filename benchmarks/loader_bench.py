@@ -1,4 +1,4 @@
-"""Side-by-side loader benchmark: stoker.data vs torch.utils.data, SPDL and Grain.
+"""Side-by-side loader benchmark: stoker.data, stoker.torch.data, torch.utils.data, SPDL, Grain.
 
 Every measurement runs in a fresh child process (so time to first batch includes starting the
 workers, and peak RSS is that child's own high-water mark), the loaders alternate within each
@@ -45,7 +45,8 @@ from typing import Any
 
 import numpy as np
 
-LOADERS = ("stoker", "torch", "spdl", "grain")
+LOADERS = ("stoker", "stoker.torch", "torch", "spdl", "grain")
+"""``stoker`` is stoker.data (NumPy batches), ``stoker.torch`` the torch door (torch's batches)."""
 MEMCPY = ("memcpy", "memcpy-6buf")
 """References for ``image``: one cache-resident destination, and six rotating ones."""
 SAMPLE_BYTES = {"small": 16 * 4 + 8, "image": 3 * 224 * 224 + 8, "cpu": 64 * 8 + 8}
@@ -162,6 +163,10 @@ def _make_dataset(loader: str, workload: str, n: int) -> Any:
         import torch.utils.data as td
 
         return _make_stream(td.IterableDataset, td.get_worker_info)(n)
+    if loader == "stoker.torch":
+        import stoker.torch.data as door
+
+        return _make_stream(door.IterableDataset, door.get_worker_info)(n)
     return None
 
 
@@ -179,6 +184,13 @@ def _build(
             ds, batch_size=batch, num_workers=workers, persistent_workers=persistent and workers > 0
         )
         return (lambda: dl), epochs
+    if loader == "stoker.torch":
+        import stoker.torch.data as door
+
+        doorl = door.DataLoader(
+            ds, batch_size=batch, num_workers=workers, persistent_workers=persistent and workers > 0
+        )
+        return (lambda: doorl), epochs
     if loader == "torch":
         import torch.utils.data as td
 
@@ -229,6 +241,7 @@ def _import(loader: str) -> None:
     """Import the loader's library before the clock starts (imports are not loading)."""
     modules = {
         "stoker": ["stoker.data"],
+        "stoker.torch": ["stoker.torch.data"],
         "torch": ["torch.utils.data"],
         "spdl": ["spdl.dataloader", "spdl.pipeline"],
         "grain": ["grain"],

@@ -33,9 +33,11 @@ __all__ = [
     "as_tensor",
     "batch_collation",
     "bfloat16_bits",
+    "copy_into",
     "default_generator",
     "draw_seed",
     "enter_thread_worker",
+    "from_numpy",
     "generator_state",
     "index_tensor",
     "is_batch_sampler",
@@ -55,7 +57,9 @@ __all__ = [
     "seed_worker",
     "set_generator_state",
     "set_worker_info",
+    "slab_dtype",
     "stack",
+    "stack_into",
     "tensor_to_numpy",
     "trace_module",
 ]
@@ -255,6 +259,59 @@ def as_tensor(value: Any) -> Any:
     """``torch.as_tensor`` of a NumPy array or scalar: an array's memory is shared, not copied
     (an array mapped from a shared-memory slab stays there)."""
     return _require().as_tensor(value)
+
+
+def slab_dtype(value: object) -> np.dtype[Any] | None:
+    """The NumPy dtype a plain CPU tensor's bytes can live under in shared memory, else None.
+
+    Only an exact ``torch.Tensor`` (subclasses keep their own pickling): on the CPU, strided,
+    without autograd history to keep, no lazy conjugate or negative bit, of a dtype NumPy has
+    (not ``bfloat16``). Such a tensor is its bytes, so a worker can stack or copy it into a
+    slab and the main process rebuild it with ``torch.from_numpy`` on the slab, no copy.
+    """
+    torch = sys.modules.get("torch")
+    if torch is None or type(value) is not getattr(torch, "Tensor", None):
+        return None
+    tensor: Any = value
+    if (
+        tensor.device.type != "cpu"
+        or tensor.layout is not torch.strided
+        or tensor.requires_grad
+        or tensor.is_conj()
+        or tensor.is_neg()
+    ):
+        return None
+    known = _SLAB_DTYPES.get(tensor.dtype)
+    if known is None and tensor.dtype not in _SLAB_DTYPES:
+        try:
+            known = np.dtype(torch.empty(0, dtype=tensor.dtype).numpy().dtype)
+        except TypeError:  # bfloat16 and other dtypes without a NumPy twin
+            known = None
+        _SLAB_DTYPES[tensor.dtype] = known
+    return known
+
+
+_SLAB_DTYPES: dict[Any, np.dtype[Any] | None] = {}
+"""torch dtype to NumPy dtype (None: none), filled as dtypes are met."""
+
+
+def from_numpy(array: np.ndarray[Any, Any]) -> Any:
+    """``torch.from_numpy``: a tensor on the array's memory (no copy)."""
+    return _require().from_numpy(array)
+
+
+def stack_into(tensors: Sequence[Any], out: np.ndarray[Any, Any]) -> Any:
+    """``torch.stack`` the tensors into ``out`` (a NumPy array of the stacked shape and dtype);
+    return the tensor on ``out``'s memory."""
+    torch = _require()
+    result = torch.from_numpy(out)
+    torch.stack(list(tensors), 0, out=result)
+    return result
+
+
+def copy_into(tensor: Any, out: np.ndarray[Any, Any]) -> None:
+    """Copy a tensor's values into ``out`` (a NumPy array of its shape and dtype)."""
+    _require().from_numpy(out).copy_(tensor)
 
 
 def is_batch_sampler(value: object) -> bool:

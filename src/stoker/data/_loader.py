@@ -1,12 +1,14 @@
 """DataLoader: checks its arguments, builds the default samplers, plans each iteration.
 
 The argument rules follow torch 2.13's ``torch.utils.data.DataLoader`` (the same exception types
-for the same combinations), with messages that name the argument, the value and what is valid.
-Deliberate differences, all stricter at construction rather than later:
+for the same combinations), with torch's message first and, after it, one that names the
+argument, the value and what is valid. Deliberate differences, all stricter at construction
+rather than later:
 
-* ``prefetch_factor=0`` with workers raises ValueError here (torch fails at iteration);
-* ``timeout > 0`` with ``num_workers=0`` raises ValueError at iteration (torch raises
-  AssertionError there);
+* ``prefetch_factor=0`` with workers raises here (torch fails at iteration), a ValueError that
+  is also torch's AssertionError;
+* ``timeout > 0`` with ``num_workers=0`` raises at iteration a ValueError that is also the
+  AssertionError torch raises there;
 * ``generator`` is type-checked here (torch fails when first drawing from it);
 * the IterableDataset length warning compares batches yielded with ``len(loader)``.
 """
@@ -120,7 +122,9 @@ class DataLoader(Generic[T_co]):
         num_workers: how many workers load batches (processes, or threads with
             ``worker_type="thread"``); 0 loads in the calling thread.
         collate_fn: merges a list of samples into a batch (default: ``default_collate``, or
-            ``default_convert`` when automatic batching is off).
+            ``default_convert`` when automatic batching is off). torch's own
+            ``default_collate`` / ``default_convert`` give torch's batches (tensors), made by
+            stoker's collation and turned into tensors without a copy.
         pin_memory: pin batches (torch tensors) in page-locked memory; needs torch and an
             accelerator, else warns and does nothing.
         drop_last: drop the last batch when it is short.
@@ -128,7 +132,9 @@ class DataLoader(Generic[T_co]):
         worker_init_fn: called in each worker with its id, after seeding and before loading.
         multiprocessing_context: ``"fork"``, ``"spawn"``, ``"forkserver"`` or a context object.
         generator: an int seed, a ``numpy.random.Generator`` or a ``torch.Generator``; the
-            random sampler and the workers' base seed are drawn from it.
+            random sampler and the workers' base seed are drawn from it. None draws from the
+            program's global generator: torch's (exactly as torch's DataLoader draws) when
+            torch is imported, else NumPy's legacy one (``np.random.seed``).
         prefetch_factor: batches loaded in advance per worker (default 2 with workers).
         persistent_workers: keep the workers across epochs.
         pin_memory_device: deprecated and ignored, as in torch.

@@ -435,3 +435,66 @@ def test_pin_memory_without_accelerator_and_device_warn(monkeypatch: pytest.Monk
     ):
         (batch,) = list(loader)
     assert [s["x"].pinned for s in batch] == [False, False]
+
+
+@pytest.mark.parametrize("worker_type", ["process", "thread"])
+def test_torchs_default_collate_gives_torchs_batches_through_stokers_collation(
+    worker_type: str,
+) -> None:
+    """collate_fn=torch's default_collate: tensors of torch's dtypes, equal to torch's own
+    collation, made by stoker's collation (the function torch's map would call is not run);
+    torch's default_convert without batching; a torch map a user extended is honoured."""
+    torch = pytest.importorskip("torch")
+    import torch.utils.data as torch_data
+    from torch.utils.data._utils import collate as torch_collate
+
+    loader = DataLoader(
+        Squares(6),
+        batch_size=3,
+        collate_fn=torch_data.default_collate,
+        num_workers=2,
+        worker_type=worker_type,
+    )
+    batches = list(loader)
+    expected = [torch_data.default_collate([Squares(6)[i] for i in (0, 1, 2)])]
+    assert isinstance(batches[0][0], torch.Tensor)
+    assert batches[0][0].dtype == expected[0][0].dtype == torch.float32
+    assert torch.equal(batches[0][0], expected[0][0])
+    assert torch.equal(batches[0][1], expected[0][1])
+    (first, label), *_ = DataLoader(
+        Squares(2), batch_size=None, collate_fn=torch_data.default_convert
+    )
+    assert isinstance(first, torch.Tensor)
+    assert label == 0
+
+    class Marked(float):
+        """A float torch's collate map is told about."""
+
+    extended = {**torch_collate.default_collate_fn_map, Marked: lambda batch, **_: "marked"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch_collate, "default_collate_fn_map", extended)
+        (batch,) = DataLoader([Marked(1.0)], collate_fn=torch_data.default_collate)
+    assert batch == "marked"
+
+
+def test_torchs_batch_sampler_is_batched_and_resumed_as_stokers() -> None:
+    """A torch.utils.data.BatchSampler over a stoker sampler gives the same batches and an
+    offset state: a fresh loader resumes the rest of a shuffled epoch."""
+    pytest.importorskip("torch")
+    import torch.utils.data as torch_data
+
+    from stoker.data import RandomSampler
+
+    def make() -> DataLoader:
+        sampler = RandomSampler(Squares(10), generator=3)
+        return DataLoader(Squares(10), batch_sampler=torch_data.BatchSampler(sampler, 3, False))
+
+    loader = make()
+    iterator = iter(loader)
+    next(iterator)
+    state = loader.state_dict()
+    assert state["mode"] == "offset"
+    rest = [batch[1].tolist() for batch in iterator]
+    fresh = make()
+    fresh.load_state_dict(state)
+    assert [batch[1].tolist() for batch in fresh] == rest

@@ -136,3 +136,27 @@ def test_failure_replies_free_the_slab(pair: _Pair) -> None:
     pair.writer.collate(_image_batch(1))  # placed in a slab, then the fetch "fails"
     pair.writer.encode(Reply(0, FAILED, None, Meta()))
     assert sorted(pair.writer.free) == sorted(pair.writer.slabs)
+
+
+@pytest.mark.parametrize("collated_by", ["default_collate", "a custom collate_fn"])
+def test_plain_cpu_tensors_travel_in_the_slab_and_arrive_as_tensors_on_it(
+    pair: _Pair, collated_by: str
+) -> None:
+    """Tensor samples are stacked into the slab (or a custom collate_fn's tensors copied into
+    it) and come back as tensors on the slab's memory (torch.from_numpy, no copy), equal to
+    torch.stack's; a tensor that needs its own pickling (requires_grad) is left to torch."""
+    torch = pytest.importorskip("torch")
+    samples = [(torch.full((3, 32, 32), float(i)), i) for i in range(8)]
+    collate = (
+        None if collated_by == "default_collate" else (lambda s: [torch.stack([x for x, _ in s])])
+    )
+    pair.send(samples, collate)  # the first large batch sizes the slabs
+    _, _, batch, _ = pair.send(samples, collate)
+    images = batch[0]
+    assert type(images) is torch.Tensor
+    assert torch.equal(images, torch.stack([x for x, _ in samples]))
+    assert images.numpy().base is not None  # a view on the slab, not memory of its own
+    assert pair.reader.bytes_in_slabs >= 2 * images.numel() * 4
+    leaf = torch.ones(8, 3, 32, 32, requires_grad=True)
+    _, _, kept, _ = pair.send(samples, lambda s: [leaf])
+    assert kept[0].requires_grad

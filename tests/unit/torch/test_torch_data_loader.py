@@ -175,17 +175,22 @@ def _slab_ranges() -> list[tuple[int, int]]:
     return ranges
 
 
-def test_large_batches_are_tensors_on_the_shared_memory_slab_without_a_copy() -> None:
-    """With process workers, a large NumPy batch becomes a tensor whose memory is the slab the
-    worker collated into (its address lies in a /dev/shm mapping of stoker's)."""
-    dataset = Samples("numpy", length=8, size=256)  # 64 KiB per sample
+@pytest.mark.parametrize("kind", ["numpy", "tensor_int"])
+def test_large_batches_are_tensors_on_the_shared_memory_slab_without_a_copy(kind: str) -> None:
+    """With process workers, a large batch of NumPy arrays or of tensors becomes a tensor whose
+    memory is the slab the worker collated into (its address lies in a /dev/shm mapping of
+    stoker's), equal to torch's batch."""
+    dataset = Samples(kind, length=8, size=128)  # 16 KiB (uint8) or 64 KiB (float) per sample
     loader = door.DataLoader(dataset, batch_size=4, num_workers=1)
-    images, _ = next(iter(loader))
+    batches = list(loader)
+    images = batches[1][0]
     assert isinstance(images, torch.Tensor)
-    assert images.shape == (4, 256, 256)
     address = images.data_ptr()
     assert any(begin <= address < end for begin, end in _slab_ranges())
     assert loader.stats()["bytes_in_slabs"] >= images.numel()
+    theirs = list(torch_data.DataLoader(dataset, batch_size=4))
+    for mine, other in zip(batches, theirs, strict=True):
+        assert_same_batch(mine, other)
 
 
 @pytest.mark.parametrize("kwargs", WORKERS)

@@ -2,23 +2,25 @@
 
 Each process worker owns a pool of *slabs*, one shared-memory segment each (see
 :mod:`stoker.data._workers.shm`). How a batch travels is chosen per batch by the bytes of its
-NumPy arrays:
+NumPy arrays and plain CPU torch tensors (see :func:`stoker._torch.slab_dtype`):
 
 * **small** (under :data:`SLAB_THRESHOLD` bytes of arrays in all): the reply is pickled and
   its bytes go through the worker's result pipe, as with no slabs at all;
 * **large**: the worker collates straight into a free slab (``default_collate`` stacks each
-  array leaf into slab memory with :func:`~stoker.data._collate.stack_arrays`; a custom
-  ``collate_fn``'s arrays are copied in once), and the reply is pickled with every array leaf
-  replaced by a *persistent id* ``("a", slab, name, size, offset, dtype, shape)``. Only that
-  small descriptor (plus the batch's other leaves) crosses the pipe.
+  array leaf into slab memory with :func:`~stoker.data._collate.stack_arrays`, and each tensor
+  leaf with ``torch.stack(..., out=)`` on it; a custom ``collate_fn``'s arrays and tensors are
+  copied in once), and the reply is pickled with every such leaf replaced by a *persistent id*
+  ``(kind, slab, name, size, offset, dtype, shape)``, kind ``"a"`` for an array and ``"t"`` for
+  a tensor. Only that small descriptor (plus the batch's other leaves) crosses the pipe.
 
 In the main process :class:`SlabReader` unpickles the reply; each persistent id becomes a NumPy
-view on the slab's mapping (no copy). All views of one batch share one base buffer object,
-and a :func:`weakref.finalize` on it puts the slab id on a release queue once the last view is
-freed; the next task sent to that worker carries the released ids (``Task.released``), and the
-worker puts them back on its *free list*, a stack: the slab freed last is reused first. When
-the user keeps batches alive, the free list is empty and the worker creates another slab: the
-pool grows to what the user holds.
+view on the slab's mapping, or for ``"t"`` a tensor on that view (``torch.from_numpy``), with
+no copy; other tensors travel by torch's own reductions, as in torch. All views of one batch
+share one base buffer object, and a :func:`weakref.finalize` on it puts the slab id on a
+release queue once the last view is freed; the next task sent to that worker carries the
+released ids (``Task.released``), and the worker puts them back on its *free list*, a stack:
+the slab freed last is reused first. When the user keeps batches alive, the free list is empty
+and the worker creates another slab: the pool grows to what the user holds.
 
 The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
 array bytes plus an eighth plus 4 KiB, rounded up to 64 KiB. A batch whose arrays do not fit
@@ -44,7 +46,14 @@ from typing import Any
 
 import numpy as np
 
-from stoker.data._collate import collate, default_collate_fn_map, stack_arrays
+from stoker import _torch
+from stoker.data._collate import (
+    TorchTensor,
+    collate,
+    collate_tensor_fn,
+    default_collate_fn_map,
+    stack_arrays,
+)
 from stoker.data._workers.protocol import BATCH, Reply
 from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
@@ -64,11 +73,15 @@ def _round_up(size: int, granule: int) -> int:
 
 
 def _array_bytes(obj: Any, depth: int) -> int:
-    """Estimate the bytes of the NumPy arrays in a batch (containers up to 4 levels deep)."""
+    """Estimate the bytes of the NumPy arrays and plain CPU tensors in a batch (containers up
+    to 4 levels deep)."""
     if type(obj) is np.ndarray:
         return int(obj.nbytes)
     if depth > 4:
         return 0
+    dtype = _torch.slab_dtype(obj)
+    if dtype is not None:
+        return int(obj.numel()) * dtype.itemsize
     if isinstance(obj, dict):
         return sum(_array_bytes(value, depth + 1) for value in obj.values())
     if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (str, bytes)):
@@ -115,7 +128,11 @@ class SlabWriter:
         self._placed: dict[int, tuple[int, np.ndarray[Any, Any]]] = {}
         self._needed = 0
         self._retired: list[int] = []
-        self._fn_map = {**default_collate_fn_map, np.ndarray: self._stack}
+        self._fn_map = {
+            **default_collate_fn_map,
+            np.ndarray: self._stack,
+            TorchTensor: self._stack_tensors,
+        }
 
     # -- slab bookkeeping ------------------------------------------------------------------
     def release(self, slab_ids: Sequence[int]) -> None:
@@ -175,31 +192,55 @@ class SlabWriter:
                     return stack_arrays(batch, out=out)
         return stack_arrays(batch)
 
+    def _stack_tensors(self, batch: Sequence[Any], *, collate_fn_map: Any = None) -> Any:
+        """Stack plain CPU tensors of one dtype and shape into the slab (else as torch does)."""
+        first = batch[0]
+        dtype = _torch.slab_dtype(first) if self.large else None
+        if dtype is not None:
+            shape = tuple(first.shape)
+            if all(
+                _torch.slab_dtype(item) is dtype and tuple(item.shape) == shape for item in batch
+            ):
+                out = self.alloc((len(batch), *shape), dtype)
+                if out is not None:
+                    stacked = _torch.stack_into(batch, out)
+                    self._placed[id(stacked)] = (self._placed.pop(id(out))[0], stacked)
+                    return stacked
+        return collate_tensor_fn(batch)
+
     def collate(self, batch: Sequence[Any]) -> Any:
         """``default_collate`` that stacks array leaves straight into the current slab."""
         return collate(batch, collate_fn_map=self._fn_map)
 
     # -- pickling -----------------------------------------------------------------------------
     def _persistent_id(self, obj: Any) -> Any:
-        if type(obj) is not np.ndarray:
-            return None
+        if type(obj) is np.ndarray:
+            kind, dtype = "a", obj.dtype
+            if dtype.kind not in _NUMERIC or not dtype.isbuiltin:
+                return None
+        else:
+            tensor_dtype = _torch.slab_dtype(obj)
+            if tensor_dtype is None:
+                return None
+            kind, dtype = "t", tensor_dtype
+        shape = tuple(obj.shape)
         entry = self._placed.get(id(obj))
         if entry is not None and entry[1] is obj:
             offset = entry[0]
         else:
-            dtype = obj.dtype
-            if dtype.kind not in _NUMERIC or not dtype.isbuiltin:
-                return None
-            view = self.alloc(obj.shape, dtype)
+            view = self.alloc(shape, dtype)
             if view is None:
                 return None
-            np.copyto(view, obj)
+            if kind == "a":
+                np.copyto(view, obj)
+            else:
+                _torch.copy_into(obj, view)
             offset = self._placed[id(view)][0]
         slab = self._current
         if slab is None:  # pragma: no cover - alloc always sets it
             return None
         name = None if slab.announced else slab.name
-        return ("a", slab.id, name, slab.size, offset, obj.dtype.str, obj.shape)
+        return (kind, slab.id, name, slab.size, offset, dtype.str, shape)
 
     def encode(self, reply: Reply) -> bytes | memoryview:
         """Pickle ``reply`` for the pipe, moving a large batch's arrays into a slab.
@@ -283,7 +324,7 @@ class SlabReader:
         return tuple(released.popleft() for _ in range(len(released)))
 
     def _persistent_load(self, pid: Any) -> Any:
-        _, slab_id, name, size, offset, dtype_str, shape = pid
+        kind, slab_id, name, size, offset, dtype_str, shape = pid
         base = self._bases.get(slab_id)
         if base is None:
             known = self._mappings.get(slab_id)
@@ -305,6 +346,8 @@ class SlabReader:
             count *= extent
         self.bytes_in_slabs += count * dtype.itemsize
         view = np.frombuffer(base, dtype=dtype, count=count, offset=offset)  # type: ignore[arg-type]
+        if kind == "t":  # a tensor on the slab's memory; it keeps the view, the view the slab
+            return _torch.from_numpy(view.reshape(shape))
         return view.reshape(shape)
 
     def decode(self, data: bytes | memoryview) -> Reply:
