@@ -8,8 +8,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stoker.tensorboard._proto import file_version_event, frame, frame_many, masked_crc32c, scan
-from stoker.tensorboard._proto.records import next_header
+from stoker.tensorboard._proto import (
+    file_version_event,
+    frame,
+    frame_many,
+    masked_crc32c,
+    scan,
+    scan_blocks,
+)
+from stoker.tensorboard._proto.records import MAX_RECORD_BYTES, masked_crc32c_many, next_header
 
 # The file_version record used as a test vector by TensorBoard's Rust data server (tf_record.rs).
 _GOLDEN_PAYLOAD = b"\x09\x00\x00\x80\x38\x99\xd6\xd7\x41\x1a\x0dbrain.Event:2"
@@ -110,3 +117,64 @@ def test_vectorised_resync_looks_past_its_first_window() -> None:
     for offset in (4093, 4096, (1 << 20) + 4095, 3 << 20):
         buffer = bytes(offset) + _plausible(77) + bytes(100)
         assert next_header(buffer, 1) == offset
+
+
+def _reference_scan(buffer: bytes, skipping: bool = False) -> tuple[object, ...]:
+    """The scan's contract, one record at a time: what the block scanner must equal."""
+    records: list[tuple[int, bytes]] = []
+    damage: list[tuple[int, str]] = []
+    pos, needed = 0, 0
+    while pos <= len(buffer) - 12:
+        length, length_crc = struct.unpack_from("<QI", buffer, pos)
+        if masked_crc32c(buffer[pos : pos + 8]) != length_crc:
+            reason = "length checksum mismatch"
+        elif length >= MAX_RECORD_BYTES:
+            reason = f"record length {length} is too large"
+        elif pos + 16 + length > len(buffer):
+            needed = 16 + length
+            break
+        else:
+            data = buffer[pos + 12 : pos + 12 + length]
+            if masked_crc32c(data) == struct.unpack_from("<I", buffer, pos + 12 + length)[0]:
+                records.append((pos, data))
+                pos += 16 + length
+                skipping = False
+                continue
+            reason = "data checksum mismatch"
+        if not skipping:
+            damage.append((pos, reason))
+            skipping = True
+        pos = next_header(buffer, pos + 1)
+    return records, pos, skipping, damage, needed
+
+
+_PATTERNED = st.tuples(
+    st.lists(st.binary(min_size=0, max_size=60), min_size=1, max_size=5),  # one step's events
+    st.integers(1, 300),  # steps
+    st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 255)), max_size=4),  # damage
+    st.integers(0, 40),  # bytes cut from the end
+)
+
+
+@given(_PATTERNED, st.booleans())
+def test_block_scan_equals_a_record_by_record_scan(case: tuple, skipping: bool) -> None:
+    """Files of repeating records (what the block scanner predicts), damaged and truncated
+    anywhere, scan to exactly the records, end, damage and needed bytes of a plain walk."""
+    step, steps, hits, cut = case
+    buffer = bytearray(frame_many(step * steps))
+    for at, value in hits:
+        buffer[at % len(buffer)] = value
+    data = bytes(buffer[: max(0, len(buffer) - cut)])
+    assert tuple(scan(data, skipping=skipping)) == _reference_scan(data, skipping)
+
+
+@given(st.lists(st.binary(max_size=80), max_size=40), st.integers(0, 2000))
+def test_masked_crc32c_many_equals_one_at_a_time(payloads: list[bytes], repeat: int) -> None:
+    """Checksums computed per length with NumPy equal masked_crc32c record by record, for
+    lengths met once or thousands of times, odd and even."""
+    framed = frame_many(payloads + [b"x" * 33, b"yz" * 9] * (repeat // 2))
+    blocks = scan_blocks(framed).blocks
+    assert len(blocks) <= 1
+    for block in blocks:
+        expected = [masked_crc32c(block.data(i)) for i in range(len(block))]
+        assert masked_crc32c_many(block).tolist() == expected

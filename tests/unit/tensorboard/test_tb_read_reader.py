@@ -204,3 +204,72 @@ def test_missing_path_raises_event_file_error(tmp_path: Path) -> None:
             Reader(3)  # type: ignore[arg-type]
         with pytest.raises(EventFileError, match="does not exist"):
             read_events(tmp_path / "nope")
+
+
+def test_runs_read_by_worker_processes_equal_runs_read_here(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Six runs read by two forked workers give the same points, positions and warnings (a
+    damaged record in one run, raised again here) as runs read in this process, and both
+    readers go on reading what is appended afterwards alike."""
+    from stoker.tensorboard._read.run import RunData
+
+    rng = np.random.default_rng(2)
+    for index in range(6):
+        with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
+            for step in range(400):
+                writer.add_scalar("loss", rng.normal(), step)
+                writer.add_scalar("lr", 1 / (step + 1), step)
+            writer.add_histogram("w", rng.normal(size=50), 0)
+            writer.add_text("note", f"run {index}", 0)
+    damaged = sorted((tmp_path / "run3").iterdir())[0]
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    original = RunData.load
+
+    def load(self: RunData) -> int:
+        self.loaded_by = os.getpid()  # type: ignore[attr-defined]
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+
+    def read(workers: int) -> tuple[Reader, list[str]]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            reader = Reader(tmp_path, workers=workers)
+        return reader, [str(item.message) for item in caught]
+
+    here, here_warnings = read(1)
+    there, there_warnings = read(2)
+    assert there_warnings == here_warnings
+    assert len(here_warnings) == 1
+    assert "corrupt record" in here_warnings[0]
+    pids = {run.loaded_by for run in there._runs.values()}  # type: ignore[attr-defined]
+    assert pids  # which worker took which runs varies
+    assert os.getpid() not in pids
+
+    def points(reader: Reader) -> list[Any]:
+        out: list[Any] = [reader.positions()]
+        for run in reader.runs:
+            for tag in ("loss", "lr"):
+                out.append([column.tolist() for column in reader.scalars(tag, run)])
+            out.append([(h.step, h.bucket.tolist()) for h in reader.histograms("w", run)])
+            out.append([t.text for t in reader.text("note", run)])
+        return out
+
+    assert points(there) == points(here)
+    for index in (0, 5):
+        with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
+            writer.add_scalar("loss", 7.0, 1000)
+    assert here.reload() == there.reload() > 0
+    assert points(there) == points(here)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_bad_worker_counts_are_refused(tmp_path: Path, workers: Any) -> None:
+    """workers must be an int >= 1 or None; the error names the value."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    with pytest.raises(ValueError, match=f"workers must be an int >= 1 or None.*{workers!r}"):
+        Reader(tmp_path, workers=workers)

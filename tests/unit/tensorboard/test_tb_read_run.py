@@ -10,6 +10,8 @@ from tb_events import write_calls
 from tb_loaders import accumulate
 
 from stoker.tensorboard import Reader, SummaryWriter
+from stoker.tensorboard._proto import RecordBlock
+from stoker.tensorboard._read.decode import ScalarFastPath, ScalarHits
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
@@ -99,3 +101,48 @@ def test_text_and_hparams(tmp_path: Path) -> None:
     assert params.metrics == ["metric/acc"]
     assert params.domains == {"opt": ["adam", "sgd"]}
     assert reader.scalars("metric/acc").value.tolist() == [0.75]
+
+
+def test_scalars_read_in_blocks_equal_scalars_read_event_by_event(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Thousands of plain scalars (decoded as columns), with tensor-style scalars of the same
+    tag, histograms and a restart purge between them, give exactly what reading every event
+    one by one gives: same points, same order, same purge."""
+    rng = np.random.default_rng(1)
+    with SummaryWriter(str(tmp_path), max_queue=10_000) as writer:
+        for step in range(3000):
+            writer.add_scalar("loss", rng.normal(), step)
+            writer.add_scalar("accuracy", rng.random(), step)
+            if step % 97 == 0:
+                writer.add_scalar("loss", rng.normal(), step, new_style=True)
+            if step % 250 == 0:
+                writer.add_histogram("weights", rng.normal(size=100), step)
+    with SummaryWriter(str(tmp_path), purge_step=2000, max_queue=10_000) as writer:
+        for step in range(2000, 2600):
+            writer.add_scalar("loss", rng.normal(), step)
+            writer.add_scalar("lr", 0.1 / (1 + step), step)
+
+    def read() -> dict[str, list[tuple[int, float, float]]]:
+        reader = Reader(tmp_path)
+        return {
+            tag: list(zip(*(column.tolist() for column in reader.scalars(tag)), strict=True))
+            for tag in reader.tags()["scalars"]
+        }
+
+    in_blocks = read()
+    blocks_hit = []
+    original = ScalarFastPath.match_block
+
+    def no_columns(self: ScalarFastPath, block: RecordBlock) -> ScalarHits:
+        hits = original(self, block)
+        blocks_hit.append(int(hits.hit.sum()))
+        hits.hit[:] = False
+        return hits
+
+    monkeypatch.setattr(ScalarFastPath, "match_block", no_columns)
+    assert read() == in_blocks
+    assert max(blocks_hit) > 5000  # the first read did take columns
+    assert sorted(in_blocks) == ["accuracy", "loss", "lr"]
+    loss_steps = [point[0] for point in in_blocks["loss"]]
+    assert len(loss_steps) == 2000 + 2000 // 97 + 1 + 600

@@ -54,6 +54,7 @@ from stoker.tensorboard._proto import (
     VARINT,
     VARINT_KINDS,
     WALL_TIME_KEY,
+    RecordBlock,
     WireError,
     iter_fields,
     scalar_prefix_tag,
@@ -65,6 +66,7 @@ __all__ = [
     "MAX_BROADCAST_ELEMENTS",
     "ParsedEvent",
     "ScalarFastPath",
+    "ScalarHits",
     "SummaryValue",
     "decode_tensor",
     "parse_event",
@@ -235,6 +237,33 @@ def parse_summary(data: bytes) -> list[SummaryValue]:
     return values
 
 
+class ScalarHits(NamedTuple):
+    """The plain scalar events of a :class:`RecordBlock`, decoded as columns.
+
+    Every array has one entry per record of the block; only entries where ``hit`` is set hold
+    values (the other records are other events, decoded one by one).
+
+    Attributes:
+        hit: Whether the record is a plain scalar event.
+        tag: The index of its tag in ``tags``.
+        tags: The tags met in the block.
+        step: The steps.
+        wall_time: The wall times.
+        value: The values (float32 on disk).
+    """
+
+    hit: np.ndarray[tuple[int], np.dtype[np.bool_]]
+    tag: np.ndarray[tuple[int], np.dtype[np.intp]]
+    tags: list[str]
+    step: np.ndarray[tuple[int], np.dtype[np.int64]]
+    wall_time: np.ndarray[tuple[int], np.dtype[np.float64]]
+    value: np.ndarray[tuple[int], np.dtype[np.float64]]
+
+
+_BLOCK_ROWS = 16384  # records decoded at once: the gathered bytes stay a few MiB
+_VARINT_BYTES = 10
+
+
 class ScalarFastPath:
     """Recognises single ``simple_value`` scalar events without building message objects."""
 
@@ -264,17 +293,106 @@ class ScalarFastPath:
             step &= 0xFFFFFFFFFFFFFFFF
             if step >= 1 << 63:
                 step -= 1 << 64
-        prefix = data[pos : size - 4]
-        prefixes = self._prefixes
-        if prefix in prefixes:
-            tag = prefixes[prefix]
-        else:
-            tag = scalar_prefix_tag(prefix) if prefix else None
-            if len(prefixes) < _MAX_CACHED_PREFIXES:
-                prefixes[prefix] = tag
+        tag = self._tag(data[pos : size - 4])
         if tag is None:
             return None
         return tag, step, _DOUBLE_AT(data, _WALL_TIME_AT)[0], _FLOAT_AT(data, size - 4)[0]
+
+    def _tag(self, prefix: bytes) -> str | None:
+        prefixes = self._prefixes
+        if prefix in prefixes:
+            return prefixes[prefix]
+        tag = scalar_prefix_tag(prefix) if prefix else None
+        if len(prefixes) < _MAX_CACHED_PREFIXES:
+            prefixes[prefix] = tag
+        return tag
+
+    def match_block(self, block: RecordBlock) -> ScalarHits:
+        """Decode every plain scalar event of ``block`` at once, as :meth:`match` would.
+
+        Records of one length are taken together: their bytes become the rows of a matrix,
+        the step's varint width is found per row, and rows with one layout share the bytes
+        between step and value, which name the tag (looked up once per distinct run of bytes).
+        """
+        count = len(block)
+        hits = ScalarHits(
+            np.zeros(count, dtype=np.bool_),
+            np.zeros(count, dtype=np.intp),
+            [],
+            np.zeros(count, dtype=np.int64),
+            np.zeros(count, dtype=np.float64),
+            np.zeros(count, dtype=np.float64),
+        )
+        index: dict[str, int] = {}
+        for group in block.groups():
+            if group.length < 20:
+                continue
+            if group.matrix is not None:
+                self._match_rows(group.matrix, group.rows, hits, index)
+                continue
+            for row in group.rows.tolist():
+                hit = self.match(block.data(row))
+                if hit is not None:
+                    hits.hit[row] = True
+                    hits.tag[row] = index.setdefault(hit[0], len(index))
+                    hits.step[row], hits.wall_time[row], hits.value[row] = hit[1:]
+        hits.tags[:] = list(index)
+        return hits
+
+    def _match_rows(
+        self,
+        matrix: np.ndarray[tuple[int, int], np.dtype[np.uint8]],
+        rows: np.ndarray[tuple[int], np.dtype[np.intp]],
+        hits: ScalarHits,
+        index: dict[str, int],
+    ) -> None:
+        """Fill ``hits`` at ``rows`` from records of one length (the rows of ``matrix``)."""
+        length = matrix.shape[1]
+        has_step = matrix[:, _STEP_AT] == _STEP_BYTE
+        ends = matrix[:, _STEP_AT + 1 : min(length, _STEP_AT + 1 + _VARINT_BYTES)] < 0x80
+        width = np.argmax(ends, axis=1) + 1
+        prefix_at = np.where(has_step, _STEP_AT + 1 + width, _STEP_AT)
+        usable = (
+            (matrix[:, 0] == _WALL_TIME_BYTE)
+            & (~has_step | ends.any(axis=1))
+            & (prefix_at < length - 4)
+        )
+        for start in np.unique(prefix_at[usable]).tolist():
+            selected = np.flatnonzero(usable & (prefix_at == start))
+            part = matrix[selected]
+            tag_ids = self._tag_ids(part[:, start : length - 4], index)
+            keep = tag_ids >= 0
+            if not keep.any():
+                continue
+            part = part[keep]
+            where = rows[selected[keep]]
+            step = np.zeros(len(part), dtype=np.uint64)
+            for byte in range(start - _STEP_AT - 1):  # the varint's bytes, low group first
+                group = part[:, _STEP_AT + 1 + byte].astype(np.uint64) & np.uint64(0x7F)
+                step |= group << np.uint64(7 * byte)
+            hits.hit[where] = True
+            hits.tag[where] = tag_ids[keep]
+            hits.step[where] = step.view(np.int64)
+            hits.wall_time[where] = (
+                np.ascontiguousarray(part[:, _WALL_TIME_AT:_STEP_AT]).view("<f8").reshape(-1)
+            )
+            hits.value[where] = np.ascontiguousarray(part[:, length - 4 :]).view("<f4").reshape(-1)
+
+    def _tag_ids(
+        self, prefixes: np.ndarray[tuple[int, int], np.dtype[np.uint8]], index: dict[str, int]
+    ) -> np.ndarray[tuple[int], np.dtype[np.intp]]:
+        """Each row's tag index in ``index`` (added to it), or -1 where it is no scalar's."""
+
+        def tag_id(prefix: bytes) -> int:
+            tag = self._tag(prefix)
+            return -1 if tag is None else index.setdefault(tag, len(index))
+
+        if (prefixes == prefixes[0]).all():  # one tag: the usual case for one length
+            return np.full(len(prefixes), tag_id(prefixes[0].tobytes()), dtype=np.intp)
+        keys = np.ascontiguousarray(prefixes).view(np.dtype((np.void, prefixes.shape[1])))
+        distinct, which = np.unique(keys.reshape(-1), return_inverse=True)
+        ids = np.array([tag_id(key.tobytes()) for key in distinct], dtype=np.intp)
+        return ids[which.reshape(-1)]
 
 
 def _fill(values: np.ndarray[Any, Any], count: int, name: str, limit: int) -> np.ndarray[Any, Any]:

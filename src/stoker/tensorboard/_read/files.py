@@ -38,10 +38,13 @@ from typing import BinaryIO, NamedTuple
 from stoker.tensorboard._proto import (
     FOOTER_SIZE,
     HEADER_SIZE,
+    RecordBlock,
     ScanResult,
     masked_crc32c,
     masked_crc32c_of,
     scan,
+    scan_blocks,
+    single_block,
 )
 from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._remote import find_runs, is_url, open_binary
@@ -320,7 +323,7 @@ class _Walk:
         self.path = path
         self.size = size
         self.progress = progress
-        self.records: list[tuple[int, bytes]] = []
+        self.blocks: list[RecordBlock] = []
         self.damage: list[tuple[int, str]] = []
         # Where the first intact record after some offset was found: ``(after, at)``, with
         # ``at`` None when there is none before the end. It holds for any offset in between.
@@ -364,9 +367,10 @@ class _Walk:
         pos = start
         found: int | None = None
         while found is None and self.size - pos >= HEADER_SIZE:
-            result = scan(self._read(pos, min(READ_PIECE_BYTES, self.size - pos)), skipping=True)
-            if result.records:
-                found = pos + result.records[0][0]
+            window = self._read(pos, min(READ_PIECE_BYTES, self.size - pos))
+            result = scan_blocks(window, skipping=True)
+            if result.blocks:
+                found = pos + result.blocks[0].offset(0)
                 break
             pos += result.end
             if self.progress is not None:
@@ -392,12 +396,11 @@ class _Walk:
             buffer = self._read(pos, window)
             if len(buffer) < HEADER_SIZE:
                 break  # the file shrank while being read
-            result = scan(buffer, skipping=skipping)
-            del buffer  # before a long record is read: memory is the window or the record
-            if pos == 0 and not self.records:
-                self.records = result.records  # offsets already are file offsets
-            else:
-                self.records.extend((pos + offset, data) for offset, data in result.records)
+            result = scan_blocks(buffer, skipping=skipping)
+            del buffer  # the blocks hold the window: memory is the window and one long record
+            for block in result.blocks:
+                block.base = pos
+            self.blocks.extend(result.blocks)
             self.damage.extend((pos + offset, reason) for offset, reason in result.damage)
             pos += result.end
             skipping = result.skipping
@@ -409,7 +412,7 @@ class _Walk:
             if pos + result.needed <= self.size:
                 data = self.record(pos, length)
                 if data is not None:
-                    self.records.append((pos, data))
+                    self.blocks.append(single_block(pos, data))
                     pos += result.needed
                     skipping = False
                     continue
@@ -474,15 +477,15 @@ class EventFileReader:
         """Bytes after :attr:`position` not yet returned (a truncated tail), as of the last read."""
         return self._pending
 
-    def read_records(self, max_bytes: int | None = None) -> list[tuple[int, bytes]]:
-        """Read the records appended since the last call.
+    def read_blocks(self, max_bytes: int | None = None) -> list[RecordBlock]:
+        """Read the records appended since the last call, in blocks (see ``RecordBlock``).
 
         Args:
             max_bytes: Read about this many bytes at most (more when one record is larger), so
                 that a huge file can be read in pieces; ``None`` reads to the end of the file.
 
         Returns:
-            ``(file offset, payload)`` pairs in file order.
+            The records in file order, in blocks that share a buffer.
 
         Raises:
             ValueError: If ``max_bytes`` is not a positive int or None.
@@ -519,17 +522,21 @@ class EventFileReader:
         self._offset = end
         self._skipping = skipping
         self._pending = size - end
-        return walk.records
+        return walk.blocks
+
+    def read_records(self, max_bytes: int | None = None) -> list[tuple[int, bytes]]:
+        """:meth:`read_blocks` as ``(file offset, payload)`` pairs in file order."""
+        return [record for block in self.read_blocks(max_bytes) for record in block.records()]
 
 
-def pieces(reader: EventFileReader) -> Iterator[list[tuple[int, bytes]]]:
+def pieces(reader: EventFileReader) -> Iterator[list[RecordBlock]]:
     """Read what was appended to a file a piece at a time: memory stays bounded on huge files.
 
-    Yields each :meth:`EventFileReader.read_records` result, of about :data:`READ_PIECE_BYTES`,
+    Yields each :meth:`EventFileReader.read_blocks` result, of about :data:`READ_PIECE_BYTES`,
     until the file's end or a truncated tail.
     """
     while True:
         before = reader.position
-        yield reader.read_records(max_bytes=READ_PIECE_BYTES)
+        yield reader.read_blocks(max_bytes=READ_PIECE_BYTES)
         if reader.position == before or reader.pending_bytes == 0:
             return

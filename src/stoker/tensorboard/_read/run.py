@@ -32,11 +32,13 @@ from stoker.tensorboard._proto import (
     SESSION_START,
     SUMMARY_AUDIO,
     SUMMARY_IMAGE,
+    RecordBlock,
     WireError,
 )
 from stoker.tensorboard._read.decode import (
     ParsedEvent,
     ScalarFastPath,
+    ScalarHits,
     SummaryValue,
     decode_tensor,
     parse_event,
@@ -57,6 +59,9 @@ from stoker.tensorboard._read.values import (
     TextEvent,
 )
 
+# A block whose events are more than one in this many something other than plain scalars is
+# taken one event at a time: splitting it into runs of scalars would cost more than it saves.
+_ONE_BY_ONE = 8
 KINDS = ("scalars", "tensors", "histograms", "images", "audio", "text", "hparams")
 _HISTOGRAM_STATS = ("min", "max", "num", "sum", "sum_squares")
 # TF2-style tensor summaries of these plugins join the classic values of the same kind.
@@ -100,6 +105,18 @@ class RunData:
         self.hparam_contents: list[bytes] = []
         self._fast = ScalarFastPath()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickle the points and positions, not the scalar path's cache (a worker's run
+        travels back to the reading process this way)."""
+        state = dict(self.__dict__)
+        del state["_fast"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled run with a fresh scalar path."""
+        self.__dict__.update(state)
+        self._fast = ScalarFastPath()
+
     def add_file(self, reader: EventFileReader) -> None:
         """Track a new event file of this run."""
         self.files[reader.path] = reader
@@ -108,45 +125,72 @@ class RunData:
         """Read what was appended to every file since the last call; return the records read."""
         count = 0
         for path in sorted(self.files):
-            for records in pieces(self.files[path]):
-                count += len(records)
-                self._ingest(path, records)
+            for blocks in pieces(self.files[path]):
+                for block in blocks:
+                    count += len(block)
+                    self._ingest(path, block)
         return count
 
-    def _ingest(self, path: str, records: list[tuple[int, bytes]]) -> None:
-        match = self._fast.match
-        columns = self.scalar_columns
-        for offset, data in records:
-            hit = match(data)
-            if hit is not None:
-                tag, step, wall_time, value = hit
-                column = columns.get(tag)
-                if column is None:
-                    column = columns[tag] = (array("q"), array("d"), array("d"))
-                column[0].append(step)
-                column[1].append(wall_time)
-                column[2].append(value)
-                continue
-            try:
-                event = parse_event(data)
-                values = parse_summary(event.payload) if event.what == "summary" else []
-                if event.what == "session_log" and self.purge:
-                    status = SESSION_LOG.decode(event.payload).get("status", 0)
-                    if status == SESSION_START:
-                        self._purge(event.step)
-                for summary_value in values:
-                    self._add_value(summary_value, event)
-            except WireError as err:
-                warnings.warn(
-                    f"{path!r}: malformed event at offset {offset} ({err}); skipping it",
-                    CorruptRecordWarning,
-                    stacklevel=4,
-                )
+    def _ingest(self, path: str, block: RecordBlock) -> None:
+        """Take a block's events in file order: runs of plain scalars as columns, the rest
+        one by one (a block of mostly other events entirely one by one)."""
+        hits = self._fast.match_block(block)
+        others = np.flatnonzero(~hits.hit)
+        if others.size * _ONE_BY_ONE > len(block):
+            for offset, data in block.records():
+                self._ingest_one(path, offset, data)
+            return
+        begin = 0
+        for index in others.tolist():
+            self._add_scalar_run(hits, begin, index)
+            self._ingest_one(path, block.offset(index), block.data(index))
+            begin = index + 1
+        self._add_scalar_run(hits, begin, len(block))
 
-    def _add_scalar(self, tag: str, step: int, wall_time: float, value: float) -> None:
+    def _add_scalar_run(self, hits: ScalarHits, begin: int, end: int) -> None:
+        """Append the scalars of records ``begin:end`` (all plain scalars) to their columns."""
+        if end <= begin:
+            return
+        tag_ids = hits.tag[begin:end]
+        steps = hits.step[begin:end]
+        walls = hits.wall_time[begin:end]
+        values = hits.value[begin:end]
+        for tag_id in np.unique(tag_ids).tolist():
+            mine = tag_ids == tag_id
+            column = self._column(hits.tags[tag_id])
+            column[0].frombytes(steps[mine].astype(np.int64).tobytes())
+            column[1].frombytes(walls[mine].astype(np.float64).tobytes())
+            column[2].frombytes(values[mine].astype(np.float64).tobytes())
+
+    def _ingest_one(self, path: str, offset: int, data: bytes) -> None:
+        hit = self._fast.match(data)
+        if hit is not None:
+            self._add_scalar(*hit)
+            return
+        try:
+            event = parse_event(data)
+            values = parse_summary(event.payload) if event.what == "summary" else []
+            if event.what == "session_log" and self.purge:
+                status = SESSION_LOG.decode(event.payload).get("status", 0)
+                if status == SESSION_START:
+                    self._purge(event.step)
+            for summary_value in values:
+                self._add_value(summary_value, event)
+        except WireError as err:
+            warnings.warn(
+                f"{path!r}: malformed event at offset {offset} ({err}); skipping it",
+                CorruptRecordWarning,
+                stacklevel=5,
+            )
+
+    def _column(self, tag: str) -> tuple[array[int], array[float], array[float]]:
         column = self.scalar_columns.get(tag)
         if column is None:
             column = self.scalar_columns[tag] = (array("q"), array("d"), array("d"))
+        return column
+
+    def _add_scalar(self, tag: str, step: int, wall_time: float, value: float) -> None:
+        column = self._column(tag)
         column[0].append(step)
         column[1].append(wall_time)
         column[2].append(value)
