@@ -212,6 +212,7 @@ def test_runs_read_by_worker_processes_equal_runs_read_here(
     """Six runs read by two forked workers give the same points, positions and warnings (a
     damaged record in one run, raised again here) as runs read in this process, and both
     readers go on reading what is appended afterwards alike."""
+    from stoker.tensorboard._read import parallel
     from stoker.tensorboard._read.run import RunData
 
     rng = np.random.default_rng(2)
@@ -233,6 +234,8 @@ def test_runs_read_by_worker_processes_equal_runs_read_here(
         return original(self)
 
     monkeypatch.setattr(RunData, "load", load)
+    # Threads other tests left behind would make the reader refuse to fork (tested below).
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
 
     def read(workers: int) -> tuple[Reader, list[str]]:
         with warnings.catch_warnings(record=True) as caught:
@@ -264,6 +267,43 @@ def test_runs_read_by_worker_processes_equal_runs_read_here(
             writer.add_scalar("loss", 7.0, 1000)
     assert here.reload() == there.reload() > 0
     assert points(there) == points(here)
+
+
+def test_a_process_with_other_threads_reads_its_runs_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While another thread runs, workers=2 forks nothing: a fork would copy that thread's
+    locks in whatever state they are; every run is read in this process."""
+    import threading
+
+    from stoker.tensorboard._read.run import RunData
+
+    for index in range(4):
+        with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
+            writer.add_scalar("loss", float(index), 0)
+    original = RunData.load
+    pids: list[int] = []
+
+    def load(self: RunData) -> int:
+        pids.append(os.getpid())
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+    stop = threading.Event()
+    thread = threading.Thread(target=stop.wait)
+    thread.start()
+    try:
+        reader = Reader(tmp_path, workers=2)
+    finally:
+        stop.set()
+        thread.join()
+    assert pids == [os.getpid()] * 4
+    assert [reader.scalars("loss", run).value.tolist() for run in reader.runs] == [
+        [0.0],
+        [1.0],
+        [2.0],
+        [3.0],
+    ]
 
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
