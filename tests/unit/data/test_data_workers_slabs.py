@@ -92,6 +92,27 @@ def test_pool_grows_while_batches_are_kept_and_data_stays_intact(pair: _Pair) ->
     assert len(pair.reader.in_use) >= 4
 
 
+def _resident_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_freed_large_batch_leaves_no_resident_pages_in_the_main_process(pair: _Pair) -> None:
+    """Once a large batch is freed, its slab's pages leave the reader's RSS; data stays right."""
+    rng = np.random.default_rng(7)
+    samples = [rng.integers(0, 255, 1 << 20, dtype=np.uint8) for _ in range(8)]  # 8 MiB
+    pair.send(samples)  # sizes the slabs
+    gc.collect()
+    reply = pair.send(samples)
+    assert int(reply[2].sum()) == int(np.stack(samples).sum())  # every page read
+    touched = _resident_bytes()
+    del reply
+    gc.collect()
+    assert touched - _resident_bytes() >= 6 << 20
+    again = pair.send(samples[::-1])
+    np.testing.assert_array_equal(again[2], np.stack(samples[::-1]))
+
+
 def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:
     """A user collate_fn's arrays still travel through the slab (one copy in the worker)."""
 

@@ -19,7 +19,12 @@ no copy; other tensors travel by torch's own reductions, as in torch. All views 
 share one base buffer object, and a :func:`weakref.finalize` on it puts the slab id on a
 release queue once the last view is freed; the next task sent to that worker carries the
 released ids (``Task.released``), and the worker puts them back on its *free list*, a stack:
-the slab freed last is reused first. When the user keeps batches alive, the free list is empty
+the slab freed last is reused first. A released slab of :data:`DROP_PAGES_FROM` bytes or more
+also leaves the main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the
+data stays in the segment, and reading the next batch in it maps the pages back), so the main
+process holds in RSS only the batches alive in it, not every slab the workers cycle through.
+
+When the user keeps batches alive, the free list is empty
 and the worker creates another slab: the pool grows to what the user holds.
 
 The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
@@ -57,10 +62,13 @@ from stoker.data._collate import (
 from stoker.data._workers.protocol import BATCH, Reply
 from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
-__all__ = ["SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
+__all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
 
 SLAB_THRESHOLD = 32 * 1024
 """Array bytes in a batch from which it travels in a slab instead of the pipe."""
+
+DROP_PAGES_FROM = 2 << 20
+"""Slab bytes from which the main process drops its pages of a slab once its batch is freed."""
 
 _SLAB_MARK = b"S"  # inline pickles start with the PROTO opcode, 0x80
 _ALIGN = 64
@@ -317,6 +325,11 @@ class SlabReader:
     def _release(self, slab_id: int) -> None:
         self.in_use.discard(slab_id)
         self.released.append(slab_id)
+        known = self._mappings.get(slab_id)
+        if known is not None and len(known[0]) >= DROP_PAGES_FROM:
+            # the worker writes this slab next: this process's pages of it need not stay
+            # resident (the data stays in the segment; reading it again maps them back)
+            known[0].madvise(mmap.MADV_DONTNEED)
 
     def take_released(self) -> tuple[int, ...]:
         """Return and forget the ids of slabs freed since the last call."""
