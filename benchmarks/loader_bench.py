@@ -500,13 +500,16 @@ JPEG_RUNS = (
     ("plain", 2),
     ("stoker", 0),
     ("stoker", 2),
+    ("stoker-whole", 2),
     ("stoker-thread", 2),
     ("stoker.torch", 2),
     ("torch", 2),
     ("spdl", 2),
     ("grain", 2),
 )
-"""``(loader, workers)`` of the JPEG table; ``plain`` is the loop with no loader (the limit)."""
+"""``(loader, workers)`` of the JPEG table; ``plain`` is the loop with no loader (the limit).
+stoker's loaders run with ``split_first_batch=True`` but ``stoker-whole``, which loads its first
+batch in one piece as torch does."""
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
 _STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
 _SCALE = (1.0 / (255.0 * _STD)).reshape(3, 1, 1)
@@ -640,16 +643,24 @@ def _as_numpy(value: Any) -> Any:
 def _jpeg_iterable(loader: str, root: str, n: int, workers: int) -> tuple[Any, Callable[[], None]]:
     """Return (an iterable over one epoch of batches, a function that releases the loader)."""
     ds = JpegFolder(root, n)
-    if loader in ("stoker", "stoker-thread"):
+    if loader in ("stoker", "stoker-thread", "stoker-whole"):
         import stoker.data as sd
 
-        kind = "thread" if loader == "stoker-thread" else "process"
-        dl = sd.DataLoader(ds, batch_size=JPEG_BATCH, num_workers=workers, worker_type=kind)
+        dl = sd.DataLoader(
+            ds,
+            batch_size=JPEG_BATCH,
+            num_workers=workers,
+            worker_type="thread" if loader == "stoker-thread" else "process",
+            split_first_batch=loader != "stoker-whole",
+        )
         return dl, lambda: None
     if loader == "stoker.torch":
         import stoker.torch.data as door
 
-        return door.DataLoader(ds, batch_size=JPEG_BATCH, num_workers=workers), lambda: None
+        doorl = door.DataLoader(
+            ds, batch_size=JPEG_BATCH, num_workers=workers, split_first_batch=True
+        )
+        return doorl, lambda: None
     if loader == "torch":
         import torch.utils.data as td
 
@@ -743,7 +754,7 @@ def _plain_run(root: str, n: int, workers: int) -> tuple[list[int], str | None, 
 def jpeg_child(loader: str, n: int, workers: int) -> dict[str, Any]:
     """One JPEG measurement: rate, CPU over the process tree, peak RSS, first batch, check."""
     root = jpeg_folder(count=n)
-    _import({"stoker-thread": "stoker", "plain": "stoker"}.get(loader, loader))
+    _import(loader if loader in ("torch", "stoker.torch", "spdl", "grain") else "stoker")
     __import__("PIL.Image")
     cpu_start = _cpu_seconds()
     started = time.perf_counter()

@@ -135,6 +135,7 @@ class SlabWriter:
         self._offset = 0
         self._placed: dict[int, tuple[int, np.ndarray[Any, Any]]] = {}
         self._needed = 0
+        self._share = 1.0
         self._retired: list[int] = []
         self._fn_map = {
             **default_collate_fn_map,
@@ -216,6 +217,14 @@ class SlabWriter:
                     return stacked
         return collate_tensor_fn(batch)
 
+    def expect_share(self, samples: int, whole: int) -> None:
+        """Size slabs for the next reply as if it held ``whole`` samples, not ``samples``.
+
+        A share of a split batch (``Task.whole``) must not set the slab size to a fraction of
+        what the worker's later full batches need (they would overflow and resize once).
+        """
+        self._share = whole / max(samples, 1)
+
     def collate(self, batch: Sequence[Any]) -> Any:
         """``default_collate`` that stacks array leaves straight into the current slab."""
         return collate(batch, collate_fn_map=self._fn_map)
@@ -274,7 +283,7 @@ class SlabWriter:
 
     def _turns_large(self, batch: Any) -> bool:
         """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
-        size = _array_bytes(batch, 0)
+        size = int(_array_bytes(batch, 0) * self._share)
         if size < self.threshold:
             return False
         self.large = True
@@ -291,9 +300,10 @@ class SlabWriter:
         if slab is not None:
             slab.announced = True
             self._current = None  # in use until the main process releases it
-        if self._needed > self.slab_size:
-            self.slab_size = _round_up(self._needed * 9 // 8, _GRANULE)
-        elif self._needed * 4 < self.threshold:
+        needed = int(self._needed * self._share)
+        if needed > self.slab_size:
+            self.slab_size = _round_up(needed * 9 // 8, _GRANULE)
+        elif needed * 4 < self.threshold:
             self.large = False
         return buffer.getbuffer()
 
@@ -304,6 +314,7 @@ class SlabWriter:
         self._placed.clear()
         self._offset = 0
         self._needed = 0
+        self._share = 1.0
 
     def close(self) -> None:
         """Drop this worker's mappings (the memory goes once the main process drops its own)."""
