@@ -20,10 +20,16 @@ Workloads (from the issue):
   destination (cache-resident) and into six rotating ones (``memcpy-6buf``, the working set of
   two workers' slabs; a loader must not overwrite the batch the training loop holds).
 
+* ``jpeg`` (``--only jpeg``, its own table): 2,000 generated 500x375 JPEGs, decode, random-resized
+  crop to 224, flip, normalise to float32 CHW, batch 64, against the plain two-process loop (the
+  limit), with CPU over the process tree, peak RSS, first batch and a check of the data (see
+  :func:`jpeg_child`; SPDL there runs ``iterate_in_subprocess`` per worker with an arena).
+
 Usage::
 
     python benchmarks/loader_bench.py            # full run (a few minutes on 2 cores)
     python benchmarks/loader_bench.py --quick    # short run
+    python benchmarks/loader_bench.py --only jpeg  # the JPEG-folder table (a few minutes)
     python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
     python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
 
