@@ -20,10 +20,16 @@ Workloads (from the issue):
   destination (cache-resident) and into six rotating ones (``memcpy-6buf``, the working set of
   two workers' slabs; a loader must not overwrite the batch the training loop holds).
 
+* ``jpeg`` (``--only jpeg``, its own table): 2,000 generated 500x375 JPEGs, decode, random-resized
+  crop to 224, flip, normalise to float32 CHW, batch 64, against the plain two-process loop (the
+  limit), with CPU over the process tree, peak RSS, first batch and a check of the data (see
+  :func:`jpeg_child`; SPDL there runs ``iterate_in_subprocess`` per worker with an arena).
+
 Usage::
 
     python benchmarks/loader_bench.py            # full run (a few minutes on 2 cores)
     python benchmarks/loader_bench.py --quick    # short run
+    python benchmarks/loader_bench.py --only jpeg  # the JPEG-folder table (a few minutes)
     python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
     python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
 
@@ -33,7 +39,9 @@ This file is not a test module (pytest collects ``test_*.py`` only).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -348,7 +356,9 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.child:
         loader, workload, n, workers = args.child
-        if loader.startswith("memcpy"):
+        if workload == "jpeg":
+            print(json.dumps(jpeg_child(loader, int(n), int(workers))))
+        elif loader.startswith("memcpy"):
             buffers = int(loader.removeprefix("memcpy").strip("-").removesuffix("buf") or 1)
             print(json.dumps(memcpy_reference(int(n), buffers)))
         else:
@@ -360,6 +370,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.transport:
         transport_sweep()
         return
+    if "jpeg" in args.only.split(","):
+        jpeg_main(args.repeats)
+        if args.only == "jpeg":
+            return
     loaders = [name for name in args.loaders.split(",") if name]
     cells = _cells(args.quick)
     if args.only:
@@ -477,6 +491,386 @@ class _Blob:
 
     def __getitem__(self, index: int) -> Any:
         return self.x
+
+
+# -- the JPEG-folder workload (``--only jpeg``) -----------------------------------------------
+JPEG_COUNT = 2000
+JPEG_SIZE = (500, 375)
+JPEG_BATCH = 64
+JPEG_CROP = 224
+JPEG_SEED = 15
+"""The per-sample key: ``stoker.data.sample_rng(index, seed=JPEG_SEED, epoch=0)`` for every
+loader, so every loader draws the same crops and flips and the batches can be compared."""
+JPEG_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "jpeg-500x375")
+JPEG_RUNS = (
+    ("plain", 2),
+    ("stoker", 0),
+    ("stoker", 2),
+    ("stoker-whole", 2),
+    ("stoker-thread", 2),
+    ("stoker.torch", 2),
+    ("torch", 2),
+    ("spdl", 2),
+    ("grain", 2),
+)
+"""``(loader, workers)`` of the JPEG table; ``plain`` is the loop with no loader (the limit).
+stoker's loaders run with ``split_first_batch=True`` but ``stoker-whole``, which loads its first
+batch in one piece as torch does."""
+_MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
+_STD = np.array([0.229, 0.224, 0.225], dtype=np.float32)
+_SCALE = (1.0 / (255.0 * _STD)).reshape(3, 1, 1)
+_SHIFT = (_MEAN / _STD).reshape(3, 1, 1)
+
+
+def _jpeg_path(root: str, index: int) -> str:
+    return os.path.join(root, f"{index:05d}.jpg")
+
+
+def _draw_jpeg(index: int) -> Any:
+    """Image ``index``: smooth colour noise, a dozen shapes, fine grain (deterministic)."""
+    from PIL import Image, ImageDraw
+
+    rng = np.random.default_rng(index)
+    width, height = JPEG_SIZE
+    coarse = rng.integers(0, 256, (height // 8, width // 8, 3), dtype=np.uint8)
+    image = Image.fromarray(coarse).resize(JPEG_SIZE, Image.Resampling.BICUBIC)
+    draw = ImageDraw.Draw(image)
+    for _ in range(12):
+        x0, x1 = sorted(rng.integers(0, width, 2).tolist())
+        y0, y1 = sorted(rng.integers(0, height, 2).tolist())
+        colour = tuple(rng.integers(0, 256, 3).tolist())
+        shape = draw.ellipse if rng.random() < 0.5 else draw.rectangle
+        shape((x0, y0, x1, y1), fill=colour)
+    grain = rng.integers(-24, 25, (height, width, 3), dtype=np.int16)
+    pixels = np.clip(np.asarray(image, dtype=np.int16) + grain, 0, 255).astype(np.uint8)
+    return Image.fromarray(pixels)
+
+
+def jpeg_folder(root: str = JPEG_CACHE, count: int = JPEG_COUNT) -> str:
+    """Return ``root`` holding ``count`` generated JPEGs (made once, then reused)."""
+    stamp = os.path.join(root, f"complete-{count}")
+    if os.path.exists(stamp):
+        return root
+    os.makedirs(root, exist_ok=True)
+    for index in range(count):
+        path = _jpeg_path(root, index)
+        if not os.path.exists(path):
+            partial = f"{path}.{os.getpid()}.tmp"
+            _draw_jpeg(index).save(partial, format="JPEG", quality=90)
+            os.replace(partial, path)
+    with open(stamp, "w", encoding="ascii") as done:
+        done.write(f"{count} images of {JPEG_SIZE[0]}x{JPEG_SIZE[1]}\n")
+    return root
+
+
+def _crop_box(rng: np.random.Generator, width: int, height: int) -> tuple[int, int, int, int]:
+    """A random-resized crop's box: area 8-100%, aspect ratio 3/4-4/3 (torchvision's rule)."""
+    area = width * height
+    log_low, log_high = np.log(3 / 4), np.log(4 / 3)
+    for _ in range(10):
+        target = area * rng.uniform(0.08, 1.0)
+        ratio = float(np.exp(rng.uniform(log_low, log_high)))
+        w = round((target * ratio) ** 0.5)
+        h = round((target / ratio) ** 0.5)
+        if 0 < w <= width and 0 < h <= height:
+            top = int(rng.integers(0, height - h + 1))
+            left = int(rng.integers(0, width - w + 1))
+            return left, top, left + w, top + h
+    side = min(width, height)  # the fallback: a centred square
+    left, top = (width - side) // 2, (height - side) // 2
+    return left, top, left + side, top + side
+
+
+def jpeg_sample(root: str, index: int) -> tuple[Any, int]:
+    """Decode JPEG ``index``, random-resized crop to 224, flip, normalise to float32 CHW."""
+    from PIL import Image
+
+    import stoker.data as sd
+
+    rng = sd.sample_rng(int(index), seed=JPEG_SEED, epoch=0)
+    with Image.open(_jpeg_path(root, index)) as image:
+        image.load()
+        box = _crop_box(rng, image.width, image.height)
+        crop = image.resize((JPEG_CROP, JPEG_CROP), Image.Resampling.BILINEAR, box=box)
+    if rng.random() < 0.5:
+        crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+    pixels = np.asarray(crop).transpose(2, 0, 1)
+    out = np.multiply(pixels, _SCALE, dtype=np.float32)
+    out -= _SHIFT
+    return out, int(index)
+
+
+class JpegFolder:
+    """Map-style dataset over the generated JPEGs: sample i is ``jpeg_sample(root, i)``."""
+
+    def __init__(self, root: str, n: int) -> None:
+        self.root = root
+        self.n = n
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        return jpeg_sample(self.root, index)
+
+
+def _jpeg_batches(root: str, n: int, worker: int, workers: int) -> Iterator[tuple[Any, Any]]:
+    """Batches ``worker``, ``worker + workers``, ... of the epoch, stacked with NumPy."""
+    for start in range(worker * JPEG_BATCH, n, workers * JPEG_BATCH):
+        samples = [jpeg_sample(root, i) for i in range(start, min(start + JPEG_BATCH, n))]
+        yield np.stack([x for x, _ in samples]), np.array([y for _, y in samples])
+
+
+def _plain_worker(root: str, n: int, worker: int, workers: int, conn: Any) -> None:
+    """The plain loop's process: its share of the batches, nothing sent but a summary."""
+    labels: list[int] = []
+    check = None
+    for images, batch_labels in _jpeg_batches(root, n, worker, workers):
+        if check is None and worker == 0:
+            check = _batch_check(images, batch_labels)
+        labels.extend(batch_labels.tolist())
+    conn.send((labels, check))
+    conn.close()
+
+
+def _batch_check(images: Any, labels: Any) -> str:
+    """A digest of one batch (images' float32 bytes and labels) to compare across loaders."""
+    import zlib
+
+    images = np.ascontiguousarray(np.asarray(images), dtype=np.float32)
+    labels = np.ascontiguousarray(np.asarray(labels), dtype=np.int64)
+    return f"{zlib.crc32(images.data):08x}-{zlib.crc32(labels.data):08x}-{images.shape}"
+
+
+def _as_numpy(value: Any) -> Any:
+    return value.numpy() if hasattr(value, "numpy") else value
+
+
+def _jpeg_iterable(loader: str, root: str, n: int, workers: int) -> tuple[Any, Callable[[], None]]:
+    """Return (an iterable over one epoch of batches, a function that releases the loader)."""
+    ds = JpegFolder(root, n)
+    if loader in ("stoker", "stoker-thread", "stoker-whole"):
+        import stoker.data as sd
+
+        dl = sd.DataLoader(
+            ds,
+            batch_size=JPEG_BATCH,
+            num_workers=workers,
+            worker_type="thread" if loader == "stoker-thread" else "process",
+            split_first_batch=loader != "stoker-whole",
+        )
+        return dl, lambda: None
+    if loader == "stoker.torch":
+        import stoker.torch.data as door
+
+        doorl = door.DataLoader(
+            ds, batch_size=JPEG_BATCH, num_workers=workers, split_first_batch=True
+        )
+        return doorl, lambda: None
+    if loader == "torch":
+        import torch.utils.data as td
+
+        return td.DataLoader(ds, batch_size=JPEG_BATCH, num_workers=workers), lambda: None
+    if loader == "spdl":
+        from functools import partial
+
+        from spdl.pipeline import SharedMemorySegmentPool, iterate_in_subprocess
+
+        unit = JPEG_BATCH * (3 * JPEG_CROP * JPEG_CROP * 4 + 8) + (1 << 20)
+        sources = [
+            iterate_in_subprocess(
+                partial(_jpeg_batches, root, n, w, workers),
+                buffer_size=2,
+                arena=SharedMemorySegmentPool(unit, 4),
+            )
+            for w in range(workers)
+        ]
+        return _round_robin(sources), sources.clear
+    if loader == "grain":
+        import grain
+
+        dataset = grain.MapDataset.source(ds).batch(JPEG_BATCH)
+        options = grain.multiprocessing.MultiprocessingOptions(num_workers=workers)
+        return dataset.to_iter_dataset().mp_prefetch(options), lambda: None
+    raise ValueError(f"loader must be one of {[name for name, _ in JPEG_RUNS]}, got {loader!r}")
+
+
+def _cpu_seconds() -> float:
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def _reap_children(timeout: float = 20.0) -> bool:
+    """Join every child process (their CPU time then counts); say whether all ended."""
+    import gc
+    import multiprocessing
+    from multiprocessing import resource_tracker
+
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for process in multiprocessing.active_children():
+            process.join(timeout=0.1)
+        live = _live_children()
+        if not live:
+            return True
+        tracker = resource_tracker._resource_tracker
+        if live == [tracker._pid]:  # started by SPDL's and Grain's shared memory: stop it
+            tracker._stop()
+            continue
+        for pid in live:  # children started without multiprocessing's registry
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, os.WNOHANG)
+        time.sleep(0.05)
+    return False
+
+
+def _live_children() -> list[int]:
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        path = f"/proc/self/task/{task}/children"
+        with contextlib.suppress(FileNotFoundError), open(path, encoding="ascii") as children:
+            found.extend(int(pid) for pid in children.read().split())  # unless the thread ended
+    return found
+
+
+def _plain_run(root: str, n: int, workers: int) -> tuple[list[int], str | None, float]:
+    """Run the plain loop in ``workers`` fork processes; return labels, check, first result."""
+    import multiprocessing
+
+    context = multiprocessing.get_context("fork")
+    pipes = []
+    for worker in range(workers):
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(target=_plain_worker, args=(root, n, worker, workers, writer))
+        process.start()
+        writer.close()
+        pipes.append((reader, process))
+    labels: list[int] = []
+    check = None
+    for reader, process in pipes:
+        worker_labels, worker_check = reader.recv()
+        labels.extend(worker_labels)
+        check = check or worker_check
+        process.join()
+    return labels, check, float("nan")
+
+
+def jpeg_child(loader: str, n: int, workers: int) -> dict[str, Any]:
+    """One JPEG measurement: rate, CPU over the process tree, peak RSS, first batch, check."""
+    root = jpeg_folder(count=n)
+    _import(loader if loader in ("torch", "stoker.torch", "spdl", "grain") else "stoker")
+    __import__("PIL.Image")
+    cpu_start = _cpu_seconds()
+    started = time.perf_counter()
+    check_seconds = 0.0
+    if loader == "plain":
+        labels, check, ttfb = _plain_run(root, n, workers)
+        elapsed = time.perf_counter() - started
+        release: Callable[[], None] = lambda: None  # noqa: E731 - nothing to release
+    else:
+        iterable, release = _jpeg_iterable(loader, root, n, workers)
+        labels = []
+        check = None
+        ttfb = float("nan")
+        touched = 0.0
+        for batch in iterable:
+            images, batch_labels = _as_numpy(batch[0]), _as_numpy(batch[1])
+            if check is None:
+                ttfb = time.perf_counter() - started
+                check_started = time.perf_counter()
+                check = _batch_check(images, batch_labels)
+                check_seconds = time.perf_counter() - check_started
+            # the training step reads the batch: one float per 4 KiB page, so each loader's
+            # pages are resident in this process as they would be
+            touched += float(images.reshape(-1)[::1024].sum())
+            labels.extend(np.asarray(batch_labels).tolist())
+            del batch, images, batch_labels
+        elapsed = time.perf_counter() - started
+        del iterable
+    release()
+    all_reaped = _reap_children()
+    cpu = _cpu_seconds() - cpu_start - check_seconds
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    exact = sorted(labels) == list(range(n))
+    return {
+        "samples": len(labels),
+        "seconds": elapsed - check_seconds,
+        "ttfb": ttfb,
+        "cpu_per_1k": cpu / len(labels) * 1000 if all_reaped and labels else None,
+        "rss": rss,
+        "check": check,
+        "exactly_once": exact,
+    }
+
+
+def jpeg_main(repeats: int, n: int = JPEG_COUNT) -> None:
+    """Run the JPEG table: every loader in its own child, turns rotating, medians printed."""
+    jpeg_folder(count=n)
+    results: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for repeat in range(repeats):
+        shift = repeat % len(JPEG_RUNS)
+        for loader, workers in JPEG_RUNS[shift:] + JPEG_RUNS[:shift]:
+            result = _run_child([loader, "jpeg", str(n), str(workers)], timeout=300) or {}
+            results.setdefault((loader, workers), []).append(result)
+        print(f"repeat {repeat + 1}/{repeats} done", file=sys.stderr, flush=True)
+    _print_jpeg_table(results, n)
+
+
+def _print_jpeg_table(results: dict[tuple[str, int], list[dict[str, Any]]], n: int) -> None:
+    def good(key: tuple[str, int]) -> list[dict[str, Any]]:
+        return [r for r in results.get(key, []) if "error" not in r]
+
+    def rate(runs: list[dict[str, Any]]) -> float:
+        return statistics.median(r["samples"] / r["seconds"] for r in runs)
+
+    def cpu(runs: list[dict[str, Any]]) -> float | None:
+        values = [r["cpu_per_1k"] for r in runs if r["cpu_per_1k"] is not None]
+        return statistics.median(values) if values else None
+
+    plain, torch_runs = good(("plain", 2)), good(("torch", 2))
+    plain_rate = rate(plain) if plain else None
+    plain_cpu = cpu(plain) if plain else None
+    torch_rate = rate(torch_runs) if torch_runs else None
+    torch_ttfb = _median(torch_runs, "ttfb") if torch_runs else None
+    reference = plain[0]["check"] if plain else None
+    print(
+        "| loader | workers | samples/s | x plain loop | x torch | CPU s / 1k samples "
+        "| CPU x plain loop | peak RSS (MB) | first batch (ms) | first batch x torch "
+        "| first batch equal, every sample once |"
+    )
+    print("|" + "---|" * 11)
+    for loader, workers in JPEG_RUNS:
+        runs = good((loader, workers))
+        if not runs:
+            every = results.get((loader, workers), [])
+            why = every[0].get("error", "not run") if every else "not run"
+            print(f"| {loader} | {workers} | n/a ({why}) |" + " |" * 8)
+            continue
+        samples_s = rate(runs)
+        cpu_1k = cpu(runs)
+        ttfb = _median(runs, "ttfb")
+        same = all(r["check"] == reference and r["exactly_once"] for r in runs)
+        cells = [
+            loader,
+            str(workers),
+            f"{samples_s:,.0f}",
+            f"{samples_s / plain_rate:.2f}" if plain_rate else "",
+            f"{samples_s / torch_rate:.2f}" if torch_rate else "",
+            f"{cpu_1k:.3f}" if cpu_1k is not None else "n/a",
+            f"{cpu_1k / plain_cpu:.3f}" if cpu_1k is not None and plain_cpu else "",
+            f"{_median(runs, 'rss') / 2**20:.0f}",
+            "" if math.isnan(ttfb) else f"{ttfb * 1e3:.0f}",
+            "" if math.isnan(ttfb) or not torch_ttfb else f"{ttfb / torch_ttfb:.2f}",
+            "yes" if same else "NO",
+        ]
+        print("| " + " | ".join(cells) + " |")
+    print(
+        f"\n{n} JPEGs of {JPEG_SIZE[0]}x{JPEG_SIZE[1]}, batch {JPEG_BATCH}; medians of "
+        f"{len(next(iter(results.values())))} runs each",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

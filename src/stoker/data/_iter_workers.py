@@ -8,6 +8,11 @@ exhausted). With ``in_order=True`` tasks go to the workers round-robin and batch
 in task order, later ones waiting in a reorder buffer; with ``in_order=False`` a task goes to
 the next worker with room and each batch is yielded as soon as it arrives.
 
+With ``split_first_batch`` (map-style datasets, default collation, 2 or more workers), the
+first batch of each epoch goes out as one *share* per worker (task ids 0, -1, -2, ...): each
+worker gathers its slice of the samples, and the main process collates the shares in order into
+the batch of task 0, which then comes up to ``num_workers`` times sooner.
+
 Every wait for replies lasts at most :data:`~stoker.data._workers.timeouts.CHECK_INTERVAL`
 seconds at a time and watches the workers' liveness too, so a dead worker raises RuntimeError
 naming its pid, exit code or signal and the indices it held, and ``timeout`` raises RuntimeError
@@ -39,9 +44,11 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._iter import LoaderIter
 from stoker.data._plan import LoaderPlan
+from stoker.data._sample_rng import KeyedIndices
 from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
 from stoker.data._workers import (
@@ -61,6 +68,16 @@ from stoker.data._workers import (
 )
 
 __all__ = ["WorkerIter"]
+
+
+class _Shares:
+    """The samples of a split first batch, gathered by the workers, to collate here."""
+
+    __slots__ = ("samples",)
+
+    def __init__(self, samples: list[Any]) -> None:
+        self.samples = samples
+
 
 _OUT_OF_FILES = (
     "Too many open files. Communication with the workers is no longer possible. Please "
@@ -98,6 +115,14 @@ class WorkerIter(LoaderIter):
         super().__init__(plan, tracker)
         self._prefetch_factor = plan.prefetch_factor
         self._in_order = plan.in_order
+        self._collate_fn = plan.collate_fn
+        self._split_first = (
+            plan.split_first_batch
+            and plan.num_workers > 1
+            and plan.auto_collation
+            and not plan.iterable
+            and plan.collate_fn is default_collate
+        )
         self._persistent = plan.persistent_workers
         resume = self._progress.resume
         setups = [
@@ -147,6 +172,9 @@ class WorkerIter(LoaderIter):
         self._rcvd_idx = 0
         self._tasks: dict[int, tuple[int, Any]] = {}
         self._ready: dict[int, tuple[Status, Any, Meta]] = {}
+        # the shares of a split first batch: task id (0, then -1, -2, ...) -> reply, once in
+        self._shares: dict[int, tuple[Status, Any, Meta] | None] = {}
+        self._extra_shares = 0  # shares out besides task 0: the window counts a batch once
         self._load = [0] * self._num_workers
         # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
         # was next, and workers whose replica had ended get no task.
@@ -170,7 +198,8 @@ class WorkerIter(LoaderIter):
         return min(candidates, key=self._load.__getitem__)
 
     def _dispatch(self) -> None:
-        if self._closed or len(self._tasks) >= self._prefetch_factor * self._num_workers:
+        out = len(self._tasks) - self._extra_shares
+        if self._closed or out >= self._prefetch_factor * self._num_workers:
             return
         worker_id = self._pick_worker()
         if worker_id is None:
@@ -180,10 +209,57 @@ class WorkerIter(LoaderIter):
         except StopIteration:
             return
         task_id = self._send_idx
+        if task_id == 0 and self._split_first and self._split(worker_id, index):
+            self._send_idx += 1
+            return
         self._pool.send(worker_id, Task(task_id, index))
         self._tasks[task_id] = (worker_id, index)
         self._load[worker_id] += 1
         self._send_idx += 1
+
+    def _split(self, first_worker: int, index: Any) -> bool:
+        """Send the epoch's first batch as one share per worker; False when it cannot split.
+
+        Share 0 (task id 0) goes to ``first_worker``, the others (task ids -1, -2, ...) to the
+        next workers; each carries its slice of the indices with the batch's sample key, so
+        every sample is loaded as it would be in one piece, by whichever worker.
+        """
+        if type(index) not in (list, KeyedIndices) or len(index) < 2:
+            return False
+        parts = min(self._num_workers, len(index))
+        key = getattr(index, "key", None)
+        whole = len(index)
+        for part in range(parts):
+            piece = list(index[part * whole // parts : (part + 1) * whole // parts])
+            share = piece if key is None else KeyedIndices(piece, key)
+            worker_id = (first_worker + part) % self._num_workers
+            task_id = -part
+            self._pool.send(worker_id, Task(task_id, share, whole=whole))
+            self._tasks[task_id] = (worker_id, share)
+            self._load[worker_id] += 1
+            self._shares[task_id] = None
+        self._extra_shares = parts - 1
+        return True
+
+    def _join_shares(self, task_id: int, status: Status, payload: Any, meta: Meta) -> None:
+        """Keep one share's reply; once all are in, the batch is ready as task 0 (uncollated:
+        :meth:`_deliver` collates it; the first failed share stands for the batch)."""
+        self._shares[task_id] = (status, payload, meta)
+        if task_id != 0:
+            worker_id, _ = self._tasks.pop(task_id)
+            self._load[worker_id] -= 1
+            self._extra_shares -= 1
+        replies = [self._shares[-part] for part in range(len(self._shares))]
+        if any(reply is None for reply in replies):
+            return
+        self._shares = {}
+        done = [reply for reply in replies if reply is not None]
+        failed = [reply for reply in done if reply[0] is FAILED]
+        if failed:
+            self._ready[0] = failed[0]
+            return
+        samples = [sample for _, payload_part, _ in done for sample in payload_part]
+        self._ready[0] = (BATCH, _Shares(samples), done[0][2])
 
     def _next_data(self) -> Any:
         while True:
@@ -227,6 +303,8 @@ class WorkerIter(LoaderIter):
         self._dispatch()
         if status is FAILED:
             payload.reraise()
+        if type(payload) is _Shares:
+            return self._collate_fn(payload.samples)
         return payload
 
     def _apply_pending_state(self, worker_id: int) -> None:
@@ -242,7 +320,9 @@ class WorkerIter(LoaderIter):
         self._stats.add_busy(worker_id, meta.busy)
         if task_id not in self._tasks:
             return
-        if status is EXHAUSTED:
+        if task_id in self._shares:
+            self._join_shares(task_id, status, payload, meta)
+        elif status is EXHAUSTED:
             self._active[worker_id] = False
             del self._tasks[task_id]
             self._load[worker_id] -= 1
@@ -282,7 +362,7 @@ class WorkerIter(LoaderIter):
 
     def _held(self, worker_id: int) -> list[tuple[int, Any]]:
         return [
-            (task_id, index)
+            (max(task_id, 0), index)  # a share of the split first batch is part of batch 0
             for task_id, (owner, index) in self._tasks.items()
             if owner == worker_id and task_id not in self._ready
         ]

@@ -29,6 +29,7 @@ from stoker import _torch
 from stoker._checks import check_int
 from stoker.data._collate import default_collate, default_convert, map_arrays
 from stoker.data._dataset import IterableDataset
+from stoker.data._errors import short_repr
 from stoker.data._generator import resolve_generator
 from stoker.data._iter import InProcessIter, LoaderIter
 from stoker.data._iter_workers import WorkerIter
@@ -141,6 +142,13 @@ class DataLoader(Generic[T_co]):
         in_order: yield batches in sampler order (False: as soon as they are ready).
         worker_type: ``"process"`` (default: worker processes, large batches through shared
             memory) or ``"thread"`` (worker threads in this process; same batches and order).
+        split_first_batch: load the first batch of each epoch in shares, one per worker
+            (each gathers a slice of its samples, the main process collates them), so it comes
+            up to ``num_workers`` times sooner; later batches are loaded whole, as usual. The
+            batch is the same, and so is every sample whose value depends only on its index
+            (``sample_rng``, files); samples drawn from a worker's global generator or from
+            ``get_worker_info()`` come from other workers than torch's. Needs a map-style
+            dataset and the default ``collate_fn``; with fewer than 2 workers it does nothing.
     """
 
     dataset: Any
@@ -171,6 +179,7 @@ class DataLoader(Generic[T_co]):
         pin_memory_device: str = "",
         in_order: bool = True,
         worker_type: str = "process",
+        split_first_batch: bool = False,
     ) -> None:
         num_workers = check_int(
             num_workers,
@@ -214,6 +223,21 @@ class DataLoader(Generic[T_co]):
                 f"worker_type must be 'process' or 'thread', got {worker_type!r}; use 'thread' "
                 "when __getitem__ releases the GIL (NumPy, I/O), else 'process'"
             )
+        if not isinstance(split_first_batch, bool):
+            raise TypeError(
+                f"split_first_batch must be a bool, got {split_first_batch!r}; pass True to "
+                "load each epoch's first batch in shares over the workers"
+            )
+        default_collation = collate_fn in (None, default_collate) or (
+            _torch.batch_collation(collate_fn) == "collate"
+        )
+        if split_first_batch and (not default_collation or _is_iterable_dataset(dataset)):
+            raise ValueError(
+                "split_first_batch=True needs a map-style dataset and the default collate_fn, "
+                f"got dataset={short_repr(dataset)} and collate_fn={collate_fn!r}: the main "
+                "process collates the shares, which only the default collation does as a "
+                "worker would; pass split_first_batch=False"
+            )
         if persistent_workers and num_workers == 0:
             raise ValueError(
                 "persistent_workers option needs num_workers > 0: persistent_workers=True "
@@ -231,6 +255,7 @@ class DataLoader(Generic[T_co]):
         self.multiprocessing_context = multiprocessing_context
         self.in_order = in_order
         self.worker_type = worker_type
+        self.split_first_batch = split_first_batch
         self._stats = LoaderStats()
 
         self._iterable_kind = _is_iterable_dataset(dataset)
@@ -387,6 +412,7 @@ class DataLoader(Generic[T_co]):
             worker_init_fn=self.worker_init_fn,
             multiprocessing_context=self.multiprocessing_context,
             worker_type=self.worker_type,
+            split_first_batch=self.split_first_batch,
             pin_memory=self.pin_memory,
             pin_memory_device=self.pin_memory_device,
             seed_source=self._seed_source,

@@ -44,6 +44,7 @@ class LoaderPlan:
         worker_init_fn: called in each worker with its id.
         multiprocessing_context: the start method's context (None: the default).
         worker_type: ``"process"`` or ``"thread"``.
+        split_first_batch: load each epoch's first batch in shares, one per worker.
         pin_memory: pin batches.
         pin_memory_device: the (ignored) device argument, kept for its warning.
         seed_source: the resolved ``generator=`` each iterator draws its base seed from.
@@ -66,6 +67,7 @@ class LoaderPlan:
     worker_init_fn: Callable[[int], None] | None
     multiprocessing_context: BaseContext | None
     worker_type: str
+    split_first_batch: bool
     pin_memory: bool
     pin_memory_device: str
     seed_source: Any

@@ -92,6 +92,45 @@ def test_pool_grows_while_batches_are_kept_and_data_stays_intact(pair: _Pair) ->
     assert len(pair.reader.in_use) >= 4
 
 
+def _resident_bytes() -> int:
+    with open("/proc/self/statm", encoding="ascii") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def test_freed_large_batch_leaves_no_resident_pages_in_the_main_process(pair: _Pair) -> None:
+    """Once a large batch is freed, its slab's pages leave the reader's RSS; data stays right."""
+    rng = np.random.default_rng(7)
+    samples = [rng.integers(0, 255, 1 << 20, dtype=np.uint8) for _ in range(8)]  # 8 MiB
+    pair.send(samples)  # sizes the slabs
+    gc.collect()
+    reply = pair.send(samples)
+    assert int(reply[2].sum()) == int(np.stack(samples).sum())  # every page read
+    touched = _resident_bytes()
+    del reply
+    gc.collect()
+    assert touched - _resident_bytes() >= 6 << 20
+    again = pair.send(samples[::-1])
+    np.testing.assert_array_equal(again[2], np.stack(samples[::-1]))
+
+
+def test_a_share_of_a_split_batch_sizes_slabs_for_the_whole_batch(pair: _Pair) -> None:
+    """Samples of a 4-of-8 share travel in a slab sized for 8, so full batches fit it."""
+    rng = np.random.default_rng(5)
+    samples = [(rng.integers(0, 255, 20000, dtype=np.uint8), i) for i in range(8)]
+    pair.writer.expect_share(4, 8)
+    data = pair.writer.encode(Reply(0, BATCH, samples[:4], Meta(busy=0.0)))
+    share = pair.reader.decode(bytes(data))[2]
+    np.testing.assert_array_equal(share[3][0], samples[3][0])
+    assert not share[3][0].flags.owndata
+    assert pair.writer.slab_size >= 8 * samples[0][0].nbytes
+    del share
+    gc.collect()
+    batch = pair.send(samples)[2]
+    np.testing.assert_array_equal(batch[0], default_collate(samples)[0])
+    assert not batch[0].flags.owndata  # it fitted: no overflow sent inline
+    assert len(pair.writer.slabs) == 1
+
+
 def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:
     """A user collate_fn's arrays still travel through the slab (one copy in the worker)."""
 

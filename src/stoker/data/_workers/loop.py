@@ -99,9 +99,9 @@ def _state_getter(setup: WorkerSetup, dataset: Any) -> Callable[[], Any] | None:
     return getter if callable(getter) else None
 
 
-def _answer(fetcher: Fetcher, setup: WorkerSetup, index: Any) -> tuple[Status, Any]:
+def _answer(fetcher: Fetcher, setup: WorkerSetup, index: Any, *, share: bool) -> tuple[Status, Any]:
     try:
-        return BATCH, fetcher.fetch(index)
+        return BATCH, fetcher.gather(index) if share else fetcher.fetch(index)
     except DatasetExhausted:
         return EXHAUSTED, None
     except Exception as err:
@@ -159,7 +159,7 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
                 status: Status = FAILED
                 payload: Any = failure
             else:
-                status, payload = _answer(fetcher, setup, message.index)
+                status, payload = _answer(fetcher, setup, message.index, share=message.whole > 0)
             busy = clock() - started
             meta = (
                 _iterable_meta(setup, fetcher, get_state, status, busy) if iterable else Meta(busy)

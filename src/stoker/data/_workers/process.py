@@ -150,8 +150,11 @@ class ProcessHost:
     def receive(self) -> Task | Command:
         """Return the next task (taking back the slabs it releases) or command, or STOP."""
         message: Task | Command = self.receive_raw()
-        if type(message) is Task and message.released:
-            self.slabs.release(message.released)
+        if type(message) is Task:
+            if message.released:
+                self.slabs.release(message.released)
+            if message.whole:  # a share: size new slabs for the whole batch
+                self.slabs.expect_share(len(message.index), message.whole)
         return message
 
     def send(self, reply: Reply) -> None:
@@ -335,7 +338,7 @@ class ProcessPool:
         if type(message) is Task:
             released = self.readers[worker_id].take_released()
             if released:
-                message = Task(message.task_id, message.index, released)
+                message = message._replace(released=released)
         try:
             payload = bytes(ForkingPickler.dumps(message))
         except Exception as err:

@@ -144,11 +144,18 @@ class WorkerSetup(NamedTuple):
 
 
 class Task(NamedTuple):
-    """One batch to load: the task's id, the index sampler's item, and slabs freed meanwhile."""
+    """One batch to load: the task's id, the index sampler's item, and slabs freed meanwhile.
+
+    ``whole`` is 0 for a batch (fetch and collate). A positive ``whole`` makes the task a
+    *share* of one batch of ``whole`` samples split over the workers: the worker gathers the
+    samples of ``index`` (a slice of that batch's indices) and sends them uncollated; the main
+    process collates the shares together.
+    """
 
     task_id: int
     index: Any
     released: tuple[int, ...] = ()
+    whole: int = 0
 
 
 class Meta(NamedTuple):

@@ -19,7 +19,12 @@ no copy; other tensors travel by torch's own reductions, as in torch. All views 
 share one base buffer object, and a :func:`weakref.finalize` on it puts the slab id on a
 release queue once the last view is freed; the next task sent to that worker carries the
 released ids (``Task.released``), and the worker puts them back on its *free list*, a stack:
-the slab freed last is reused first. When the user keeps batches alive, the free list is empty
+the slab freed last is reused first. A released slab of :data:`DROP_PAGES_FROM` bytes or more
+also leaves the main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the
+data stays in the segment, and reading the next batch in it maps the pages back), so the main
+process holds in RSS only the batches alive in it, not every slab the workers cycle through.
+
+When the user keeps batches alive, the free list is empty
 and the worker creates another slab: the pool grows to what the user holds.
 
 The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
@@ -57,10 +62,13 @@ from stoker.data._collate import (
 from stoker.data._workers.protocol import BATCH, Reply
 from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
-__all__ = ["SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
+__all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
 
 SLAB_THRESHOLD = 32 * 1024
 """Array bytes in a batch from which it travels in a slab instead of the pipe."""
+
+DROP_PAGES_FROM = 2 << 20
+"""Slab bytes from which the main process drops its pages of a slab once its batch is freed."""
 
 _SLAB_MARK = b"S"  # inline pickles start with the PROTO opcode, 0x80
 _ALIGN = 64
@@ -127,6 +135,7 @@ class SlabWriter:
         self._offset = 0
         self._placed: dict[int, tuple[int, np.ndarray[Any, Any]]] = {}
         self._needed = 0
+        self._share = 1.0
         self._retired: list[int] = []
         self._fn_map = {
             **default_collate_fn_map,
@@ -208,6 +217,14 @@ class SlabWriter:
                     return stacked
         return collate_tensor_fn(batch)
 
+    def expect_share(self, samples: int, whole: int) -> None:
+        """Size slabs for the next reply as if it held ``whole`` samples, not ``samples``.
+
+        A share of a split batch (``Task.whole``) must not set the slab size to a fraction of
+        what the worker's later full batches need (they would overflow and resize once).
+        """
+        self._share = whole / max(samples, 1)
+
     def collate(self, batch: Sequence[Any]) -> Any:
         """``default_collate`` that stacks array leaves straight into the current slab."""
         return collate(batch, collate_fn_map=self._fn_map)
@@ -266,7 +283,7 @@ class SlabWriter:
 
     def _turns_large(self, batch: Any) -> bool:
         """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
-        size = _array_bytes(batch, 0)
+        size = int(_array_bytes(batch, 0) * self._share)
         if size < self.threshold:
             return False
         self.large = True
@@ -283,9 +300,10 @@ class SlabWriter:
         if slab is not None:
             slab.announced = True
             self._current = None  # in use until the main process releases it
-        if self._needed > self.slab_size:
-            self.slab_size = _round_up(self._needed * 9 // 8, _GRANULE)
-        elif self._needed * 4 < self.threshold:
+        needed = int(self._needed * self._share)
+        if needed > self.slab_size:
+            self.slab_size = _round_up(needed * 9 // 8, _GRANULE)
+        elif needed * 4 < self.threshold:
             self.large = False
         return buffer.getbuffer()
 
@@ -296,6 +314,7 @@ class SlabWriter:
         self._placed.clear()
         self._offset = 0
         self._needed = 0
+        self._share = 1.0
 
     def close(self) -> None:
         """Drop this worker's mappings (the memory goes once the main process drops its own)."""
@@ -317,6 +336,11 @@ class SlabReader:
     def _release(self, slab_id: int) -> None:
         self.in_use.discard(slab_id)
         self.released.append(slab_id)
+        known = self._mappings.get(slab_id)
+        if known is not None and len(known[0]) >= DROP_PAGES_FROM:
+            # the worker writes this slab next: this process's pages of it need not stay
+            # resident (the data stays in the segment; reading it again maps them back)
+            known[0].madvise(mmap.MADV_DONTNEED)
 
     def take_released(self) -> tuple[int, ...]:
         """Return and forget the ids of slabs freed since the last call."""

@@ -41,12 +41,12 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
     """``torch.utils.data.DataLoader`` with stoker's engine: same signature, batches and seeds.
 
     Takes torch 2.13's arguments with torch's defaults, plus ``worker_type`` (``"process"``,
-    the default, or ``"thread"``). Batches are exactly what torch's loader yields (tensors for
-    tensors, NumPy arrays and numbers; lists of strings), and after ``torch.manual_seed(s)``
-    the order, the workers' seeds and the global generator's state left for the program equal
-    torch's. Everything :class:`stoker.data.DataLoader` adds is here: thread workers,
-    ``state_dict()`` / ``load_state_dict()``, ``stats()``, worker failure reports naming the
-    worker, pid and indices, shared-memory slabs, ``sample_rng``.
+    the default, or ``"thread"``) and ``split_first_batch``. Batches are exactly what torch's
+    loader yields (tensors for tensors, NumPy arrays and numbers; lists of strings), and after
+    ``torch.manual_seed(s)`` the order, the workers' seeds and the global generator's state
+    left for the program equal torch's. Everything :class:`stoker.data.DataLoader` adds is
+    here: thread workers, ``state_dict()`` / ``load_state_dict()``, ``stats()``, worker failure
+    reports naming the worker, pid and indices, shared-memory slabs, ``sample_rng``.
 
     Args:
         dataset: a map-style dataset or an IterableDataset.
@@ -70,6 +70,8 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order.
         worker_type: ``"process"`` or ``"thread"``.
+        split_first_batch: load each epoch's first batch in shares over the workers (see
+            :class:`stoker.data.DataLoader`).
     """
 
     _defaults = LoaderDefaults(
