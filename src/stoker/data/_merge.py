@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 
 from stoker.data._elastic import PositionSet, Share, epoch_total, share_positions, split_remainder
-from stoker.data._sharded import SHARDED_FORMAT, merge_shard_states
+from stoker.data._sharded import SHARDED_FORMAT, dealt_shards, merge_shard_states
 from stoker.data._state import check_header
 
 __all__ = ["merge_states"]
 
-_LOADER_KEYS = ("dataset", "length", "sampler", "inner_sampler", "batch_size", "drop_last", "epoch")
+_LOADER_KEYS = ("dataset", "length", "sampler", "inner_sampler", "batch_size", "drop_last")
 _SAMPLER_KEYS = (
     "version",
     "sampler",
@@ -39,7 +39,6 @@ _SAMPLER_KEYS = (
     "seed",
     "epoch",
     "draws",
-    "share",
 )
 _HINT = "pass the state_dict() of every rank's loader, all saved at the same step"
 
@@ -80,6 +79,27 @@ def _agree(values: list[Any], key: str, whose: list[str]) -> None:
             )
 
 
+def _finished(states: list[dict[str, Any]], whose: list[str]) -> list[bool]:
+    """Which states were saved after their rank delivered all of its part of the epoch.
+
+    Such a state already describes the next loader epoch (from its start); the others must be
+    of the epoch before it. A rank ends its part early when ranks took unequal counts.
+    """
+    saved = [state.get("epoch") for state in states]
+    if not all(type(epoch) is int for epoch in saved):
+        raise ValueError(f"states' epoch must be ints, got {saved!r}; {_HINT}")
+    epochs: list[int] = saved  # type: ignore[assignment]  # ints: checked just above
+    low = min(epochs)
+    for epoch, state, who in zip(epochs, states, whose, strict=True):
+        ahead_by_one = epoch == low + 1 and state.get("batches") == 0
+        if epoch != low and not ahead_by_one:
+            raise ValueError(
+                f"states do not belong together: epoch is {low!r} in one state but {epoch!r} in "
+                f"{who}'s (states of different epochs); {_HINT}"
+            )
+    return [epoch != low for epoch in epochs]
+
+
 def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge the states of loaders over one epoch of a DistributedSampler."""
     samplers = [state["sampler_state"] for state in states]
@@ -96,7 +116,17 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     whose = [f"rank {saved['rank']}" for saved, _ in by_rank]
     for key in _SAMPLER_KEYS:
         _agree([saved.get(key) for saved, _ in by_rank], f"sampler_state's {key}", whose)
-    first = by_rank[0][0]
+    ended = _finished([state for _, state in by_rank], whose)
+    going = [pair for pair, done in zip(by_rank, ended, strict=True) if not done]
+    if not going:  # every rank ended the epoch: the merged state starts the next one
+        going, ended = by_rank[:1], [False] * len(by_rank)
+        by_rank[0][0]["offset"], by_rank[0][0]["delivered"] = 0, []
+    _agree(
+        [saved.get("share") for saved, _ in going],
+        "sampler_state's share",
+        [f"rank {saved['rank']}" for saved, _ in going],
+    )
+    first = going[0][0]
     length, drop_last = first["length"], first["drop_last"]
     saved_share = first["share"]
     share = None if saved_share is None else Share.from_json(saved_share, "sampler_state's share")
@@ -106,8 +136,11 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
         consumed |= share.consumed.mask(total)
         _, dropped = split_remainder(share, length, world, drop_last)
         consumed[dropped] = True  # cut by drop_last from the remainder: dropped for the epoch
-    for saved, _ in by_rank:
+    for (saved, _), done_all in zip(by_rank, ended, strict=True):
         positions = share_positions(share, length, total, world, saved["rank"], drop_last=drop_last)
+        if done_all:
+            consumed[positions] = True
+            continue
         done = PositionSet.from_json(
             {"watermark": saved.get("offset"), "ranges": saved.get("delivered", [])},
             f"rank {saved['rank']}'s sampler_state position",
@@ -118,7 +151,7 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
                 f"of a list of {len(positions)}; {_HINT}"
             )
         consumed[positions[np.flatnonzero(done.mask(len(positions)))]] = True
-    merged = copy.deepcopy(by_rank[0][1])
+    merged = copy.deepcopy(going[0][1])
     sampler_state = {
         key: first[key]
         for key in ("version", "sampler", "length", "shuffle", "drop_last", "seed", "epoch")
@@ -160,17 +193,25 @@ def _merge_sharded(states: list[dict[str, Any]]) -> dict[str, Any]:
             )
     world = states[0].get("world_size")
     _ranks_exactly_once([state.get("rank") for state in states], world)
+    size: int = world  # type: ignore[assignment]  # an int: _ranks_exactly_once checked it
     by_rank = sorted(states, key=lambda state: state["rank"])
     whose = [f"rank {state['rank']}" for state in by_rank]
     for key in ("world_size", "shards"):
         _agree([state.get(key) for state in by_rank], key, whose)
-    replicas = [r for state in by_rank for r in _replica_states(state, state["rank"])]
-    merged = copy.deepcopy(by_rank[0])
-    merged.update(
-        mode="merged",
-        batches=0,
-        sampler_state=merge_shard_states(replicas, by_rank[0]["shards"]),
-    )
+    ended = _finished(by_rank, whose)
+    going = [state for state, done in zip(by_rank, ended, strict=True) if not done]
+    replicas = [r for state in going for r in _replica_states(state, state["rank"])]
+    shards = by_rank[0]["shards"]
+    combined = merge_shard_states(replicas, shards)
+    if going:  # a rank that ended its part read every shard dealt to it
+        done = set(combined["done"])
+        for state, done_all in zip(by_rank, ended, strict=True):
+            if done_all:
+                done |= set(dealt_shards(shards, size, state["rank"], state["num_workers"]))
+        combined["done"] = sorted(done)
+        combined["offsets"] = [pair for pair in combined["offsets"] if pair[0] not in done]
+    merged = copy.deepcopy(going[0] if going else by_rank[0])
+    merged.update(mode="merged", batches=0, sampler_state=combined)
     for key in ("rank", "world_size", "num_workers"):
         merged.pop(key, None)
     return merged
@@ -210,6 +251,7 @@ def merge_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
         raise ValueError(f"states must hold one state per rank, got an empty list; {_HINT}")
     for state in states:
         check_header(state)
+    states = copy.deepcopy(list(states))  # the merge never changes its input
     whose = [f"state {position}" for position in range(len(states))]
     for key in _LOADER_KEYS:
         _agree([state.get(key) for state in states], key, whose)

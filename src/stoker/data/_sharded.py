@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from stoker.data._dataset import IterableDataset
 from stoker.data._distributed import get_shard_info
 
-__all__ = ["SHARDED_FORMAT", "ShardedIterableDataset", "merge_shard_states"]
+__all__ = ["SHARDED_FORMAT", "ShardedIterableDataset", "dealt_shards", "merge_shard_states"]
 
 T_co = TypeVar("T_co", covariant=True)
 
@@ -54,6 +54,13 @@ def _read(state: Any, shards: int) -> tuple[dict[int, int], set[int]]:
         )
     checked: list[list[int]] = pairs  # type: ignore[assignment]
     return {pair[0]: pair[1] for pair in checked}, set(done)  # type: ignore[arg-type]
+
+
+def dealt_shards(shards: int, world: int, rank: int, num_workers: int) -> list[int]:
+    """The shards one rank's workers read: shard ``n`` goes to pair ``n % count``."""
+    workers = max(1, num_workers)  # without workers, the main process is the one reader
+    count = world * workers
+    return [n for n in range(shards) if (n % count) // workers == rank]
 
 
 def merge_shard_states(states: Sequence[Any], shards: int) -> dict[str, Any]:

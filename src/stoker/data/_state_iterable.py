@@ -37,7 +37,12 @@ def save_iterable(
     dataset = plan.dataset
     workers = plan.num_workers
     if isinstance(dataset, ShardedIterableDataset):  # for merge_states: whose shards these are
-        state.update(shard_format=SHARDED_FORMAT, rank=dataset.rank, world_size=dataset.world_size)
+        state.update(
+            shard_format=SHARDED_FORMAT,
+            shards=len(dataset.shards),
+            rank=dataset.rank,
+            world_size=dataset.world_size,
+        )
     if workers == 0 and isinstance(dataset, Stateful):
         state["mode"] = "dataset"
         state["sampler_state"] = None if finished else dataset.state_dict()
