@@ -87,6 +87,7 @@ def rank_loader(spec: dict[str, Any], world: int | None, rank: int | None) -> Da
         num_workers=workers,
         in_order=spec.get("in_order", True),
         timeout=30 if workers else 0,
+        worker_type=spec.get("worker_type", "process"),
     )
 
 
@@ -100,11 +101,14 @@ def take(loader: DataLoader, count: int | None, epoch: int = 0) -> tuple[list[in
     """Take ``count`` batches of ``epoch`` (None: to its end); return the samples and the state."""
     set_epoch(loader, epoch)
     samples: list[int] = []
+    samples_per_batch: list[int] = []
     iterator = iter(loader)
-    for number, batch in enumerate(iterator):
-        samples.extend(int(x) for x in np.asarray(batch).reshape(-1))
-        if count is not None and number + 1 >= count:
+    while count is None or len(samples_per_batch) < count:
+        batch = next(iterator, None)
+        if batch is None:
             break
+        samples_per_batch.append(len(np.asarray(batch).reshape(-1)))
+        samples.extend(int(x) for x in np.asarray(batch).reshape(-1))
     state = json.loads(json.dumps(loader.state_dict()))
     del iterator
     return samples, state

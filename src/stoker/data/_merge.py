@@ -114,9 +114,9 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     _ranks_exactly_once([saved.get("rank") for saved in samplers], world)
     by_rank = sorted(zip(samplers, states, strict=True), key=lambda pair: pair[0]["rank"])
     whose = [f"rank {saved['rank']}" for saved, _ in by_rank]
+    ended = _finished([state for _, state in by_rank], whose)
     for key in _SAMPLER_KEYS:
         _agree([saved.get(key) for saved, _ in by_rank], f"sampler_state's {key}", whose)
-    ended = _finished([state for _, state in by_rank], whose)
     going = [pair for pair, done in zip(by_rank, ended, strict=True) if not done]
     if not going:  # every rank ended the epoch: the merged state starts the next one
         going, ended = by_rank[:1], [False] * len(by_rank)
