@@ -255,3 +255,24 @@ def test_sharded_state_of_one_rank_refuses_another_world() -> None:
     other = DataLoader(Shards([3, 3], 0, 3), batch_size=1)
     with pytest.raises(ValueError, match=r"world_size is 2 in the state but 3 here.*merge_states"):
         other.load_state_dict(state)
+
+
+def test_ranks_from_the_environment_merge_and_resume(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RANK/WORLD_SIZE as launchers set them (no arguments, no process group) work the same."""
+    spec = _spec()
+    states, first = [], []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        got, state = take(rank_loader(spec, None, None), 2)
+        first += got
+        states.append(state)
+    merged = merge_states(states)
+    second = []
+    for rank in range(3):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "3")
+        loader = rank_loader(spec, None, None)
+        loader.load_state_dict(merged)
+        second += take(loader, None)[0]
+    check_exactly_once([first, second], list(range(29)), extras=0)  # 21 left: 7 for each of 3
