@@ -32,6 +32,7 @@ Usage::
     python benchmarks/loader_bench.py --only jpeg  # the JPEG-folder table (a few minutes)
     python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
     python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
+    python benchmarks/loader_bench.py --state-tracking  # per-batch cost, DistributedSampler
 
 This file is not a test module (pytest collects ``test_*.py`` only).
 """
@@ -353,6 +354,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--child", nargs=4, metavar=("LOADER", "WORKLOAD", "N", "WORKERS"))
     parser.add_argument("--rss", action="store_true", help="stoker RSS over 10 epochs")
     parser.add_argument("--transport", action="store_true", help="pipe vs slab by size")
+    parser.add_argument(
+        "--state-tracking",
+        action="store_true",
+        help="time per batch of stoker with a DistributedSampler, in and out of order",
+    )
     args = parser.parse_args(argv)
     if args.child:
         loader, workload, n, workers = args.child
@@ -369,6 +375,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.transport:
         transport_sweep()
+        return
+    if args.state_tracking:
+        state_tracking(args.repeats)
         return
     if "jpeg" in args.only.split(","):
         jpeg_main(args.repeats)
@@ -453,6 +462,47 @@ def rss_over_epochs(epochs: int = 10) -> None:
         growth = (sizes[-1] - sizes[0]) / sizes[0] * 100
         mib = ", ".join(f"{size / 2**20:.0f}" for size in sizes)
         print(f"{workload}: RSS MiB per epoch [{mib}]; epoch 10 vs 1: {growth:+.1f}%")
+
+
+def state_tracking(repeats: int) -> None:
+    """Time per batch with a DistributedSampler (rank 1 of 4): what resume bookkeeping costs.
+
+    Small batches (8 ``small`` samples) make the per-batch work of the loader show; run it
+    with two source trees (``PYTHONPATH=...``) to compare them. Also the time of one
+    ``state_dict()`` in the middle of the epoch.
+    """
+    import stoker.data as sd
+
+    n = 8 * 20_000 * 4
+    data = SmallData(n)
+    print("| workers | in_order | us per batch | state_dict() us |")
+    print("|---|---|---|---|")
+    for workers, in_order in ((0, True), (2, True), (2, False)):
+        per_batch, saves = [], []
+        for _ in range(repeats):
+            sampler = sd.DistributedSampler(data, num_replicas=4, rank=1, seed=0)
+            loader = sd.DataLoader(
+                data,
+                batch_size=8,
+                sampler=sampler,
+                num_workers=workers,
+                in_order=in_order,
+                worker_type="thread",
+            )
+            iterator = iter(loader)
+            next(iterator)  # workers started: time the steady state
+            started = time.perf_counter()
+            count = 0
+            for count, _ in enumerate(iterator, start=1):
+                if count == 10_000:
+                    save_started = time.perf_counter()
+                    loader.state_dict()
+                    saves.append(time.perf_counter() - save_started)
+            per_batch.append((time.perf_counter() - started) / count)
+        print(
+            f"| {workers} | {in_order} | {statistics.median(per_batch) * 1e6:.2f} | "
+            f"{statistics.median(saves) * 1e6:.0f} |"
+        )
 
 
 def transport_sweep() -> None:

@@ -17,9 +17,11 @@ from stoker.data._dataset import (
 )
 from stoker.data._distributed import DistributedSampler, ShardInfo, get_shard_info
 from stoker.data._loader import DataLoader
+from stoker.data._merge import merge_states
 from stoker.data._sample_rng import sample_rng
 from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
+from stoker.data._sharded import ShardedIterableDataset
 from stoker.data._split import random_split
 from stoker.data._workers import SharedMemoryFullError, WorkerInfo, get_worker_info
 
@@ -35,6 +37,7 @@ __all__ = [
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
+    "ShardedIterableDataset",
     "SharedMemoryFullError",
     "StackDataset",
     "Subset",
@@ -48,6 +51,7 @@ __all__ = [
     "default_convert",
     "get_shard_info",
     "get_worker_info",
+    "merge_states",
     "random_split",
     "sample_rng",
 ]

@@ -28,6 +28,13 @@ import numpy as np
 
 from stoker import _torch
 from stoker._checks import check_int, resolve_world
+from stoker.data._elastic import (
+    PositionSet,
+    Share,
+    epoch_total,
+    plain_offsets,
+    share_positions,
+)
 from stoker.data._epochs import STATE_VERSION
 from stoker.data._generator import make_rng
 from stoker.data._kinds import ValueRuntimeError
@@ -37,6 +44,7 @@ from stoker.data._workers import get_worker_info
 __all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
 
 T_co = TypeVar("T_co", covariant=True)
+Positions = np.ndarray[Any, np.dtype[np.int64]]
 
 _SHUFFLE_TAG = 0x4449_5354
 
@@ -113,14 +121,15 @@ class DistributedSampler(Sampler[T_co]):
         self.drop_last = drop_last
         self.shuffle = shuffle
         self.seed: int = check_int(seed, "seed", hint="pass the same int seed on every rank")
-        length = len(dataset)
-        if self.drop_last and length % self.num_replicas != 0:
-            self.num_samples = math.ceil((length - self.num_replicas) / self.num_replicas)
-        else:
-            self.num_samples = math.ceil(length / self.num_replicas)
-        self.total_size = self.num_samples * self.num_replicas
+        self.total_size = epoch_total(len(dataset), self.num_replicas, self.drop_last)
+        self.num_samples = self.total_size // self.num_replicas
         self._progress: tuple[int, Iterator[int]] = (0, iter([]))
-        self._resume_offset: int | None = None
+        # A loaded position in the loaded epoch: the local indices of this rank's list already
+        # delivered, and the share of the epoch the list is (None: torch's plain split).
+        self._loaded: tuple[PositionSet, Share | None] | None = None
+        # The iteration under way: its share, what it skipped, and the local index of each
+        # item it yields (None: the items follow on from the skipped prefix).
+        self._iteration: tuple[Share | None, PositionSet, Positions | None] | None = None
         self._draws: str | None = None  # fixed by a loaded state; else torch's when imported
 
     @property
@@ -135,7 +144,8 @@ class DistributedSampler(Sampler[T_co]):
         end, remaining = self._progress
         return end - operator.length_hint(remaining)
 
-    def _rank_indices(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+    def _rank_indices(self, share: Share | None) -> np.ndarray[Any, np.dtype[np.int64]]:
+        """This rank's dataset indices for the current epoch: its plain or split share."""
         length = len(self.dataset)
         if self.shuffle and self._order == "torch":
             generator = _torch.new_generator(seed=self.seed + self.epoch)
@@ -144,17 +154,30 @@ class DistributedSampler(Sampler[T_co]):
             order = make_rng(self.seed, self.epoch, _SHUFFLE_TAG).permutation(length)
         else:
             order = np.arange(length, dtype=np.int64)
+        if share is not None:
+            positions = share_positions(
+                share, length, share.total, self.num_replicas, self.rank, drop_last=self.drop_last
+            )
+            return order[positions]
         # np.resize repeats the array cyclically: torch's padding from the start, or a cut.
         padded = np.resize(order, self.total_size) if length else order[: self.total_size]
         return padded[self.rank : self.total_size : self.num_replicas]
 
     def __iter__(self) -> Iterator[T_co]:
-        """Yield this rank's indices for the current epoch."""
-        start = self._resume_offset or 0
-        self._resume_offset = None
-        position = start
+        """Yield this rank's indices for the current epoch (the rest of it, once resumed)."""
+        loaded, self._loaded = self._loaded, None
+        done, share = loaded if loaded is not None else (PositionSet(), None)
+        indices = self._rank_indices(share)
+        local: Positions | None = None
+        if done.ranges:
+            local = np.flatnonzero(~done.mask(len(indices))).astype(np.int64)
+            indices = indices[local]
+        else:
+            indices = indices[done.watermark :]
+        self._iteration = (share, done, local)
+        position = 0
         self._progress = (position, iter([]))
-        for piece in pieces(self._rank_indices()[start:]):
+        for piece in pieces(indices):
             position += len(piece)
             self._progress = (position, iter(piece))
             yield from cast("Iterator[T_co]", self._progress[1])
@@ -170,12 +193,51 @@ class DistributedSampler(Sampler[T_co]):
             epoch: the epoch number; use the same value on every rank.
         """
         if epoch != self.epoch:
-            self._resume_offset = None  # a loaded offset belongs to the loaded epoch only
+            self._loaded = None  # a loaded position belongs to the loaded epoch only
         self.epoch = epoch
         self._progress = (0, iter([]))
 
-    def state_dict(self) -> dict[str, Any]:
-        """Return a small JSON-serialisable state: epoch, seed, offset and the configuration."""
+    @property
+    def stream_length(self) -> int | None:
+        """The number of indices the iteration under way yields (None before it starts)."""
+        if self._iteration is None:
+            return None
+        share, done, _ = self._iteration
+        listed = self.num_samples if share is None else self._share_length(share)
+        return max(0, listed - len(done))
+
+    def _share_length(self, share: Share) -> int:
+        """The length of this rank's list in a split share, without computing the list."""
+        length = min(len(self.dataset), share.total) - len(share.consumed)
+        if self.drop_last:
+            return length // self.num_replicas
+        return math.ceil(length / self.num_replicas)
+
+    def _local_done(self, delivered: PositionSet) -> PositionSet:
+        """This rank's list indices delivered: the skipped ones plus the iteration's items."""
+        if self._iteration is None:
+            return PositionSet()
+        _, done, local = self._iteration
+        stream = self.stream_length or 0
+        if local is None:
+            shifted = [
+                (b + done.watermark, min(e, stream) + done.watermark)
+                for b, e in delivered.spans()
+                if b < stream
+            ]
+            return done.union(PositionSet.of_spans(shifted))
+        items = delivered.mask(len(local))
+        return done.union(PositionSet.of_positions(local[items]))
+
+    def _position_state(self, done: PositionSet, share: Share | None) -> dict[str, Any]:
+        state = self.state_dict_base()
+        state["offset"] = done.watermark
+        state["delivered"] = [list(span) for span in done.ranges]
+        state["share"] = None if share is None else share.to_json()
+        return state
+
+    def state_dict_base(self) -> dict[str, Any]:
+        """The configuration part of :meth:`state_dict`: everything but the position."""
         return {
             "version": STATE_VERSION,
             "sampler": "DistributedSampler",
@@ -186,23 +248,63 @@ class DistributedSampler(Sampler[T_co]):
             "drop_last": self.drop_last,
             "seed": self.seed,
             "epoch": self.epoch,
-            "offset": self._offset if self._offset < self.num_samples else 0,
-            "finished": self._offset >= self.num_samples > 0,
+            "offset": 0,
+            "finished": False,
             "draws": self._order,
+            "delivered": [],
+            "share": None,
         }
 
-    def resume_state(self, consumed: int | None) -> dict[str, Any]:
-        """Return the state as if only ``consumed`` indices of this epoch had been taken.
+    def state_dict(self) -> dict[str, Any]:
+        """Return a small JSON-serialisable state: epoch, seed, position and configuration.
+
+        The position is ``offset`` (this rank's indices yielded, a prefix of its list),
+        ``delivered`` (more of its list's indices above the offset, as ``[begin, end]``
+        ranges, after an out-of-order resume) and ``share`` (null: torch's split of the epoch;
+        else the consumed part of the epoch this rank's list is split from, after an elastic
+        resume; see docs/design/resume.md).
+        """
+        if self._loaded is not None:
+            return self._position_state(*self._loaded)
+        yielded = self._offset
+        stream = self.stream_length
+        if self._iteration is None or stream is None:
+            return self.state_dict_base()
+        if yielded >= stream > 0:
+            state = self.state_dict_base()
+            state["finished"] = True
+            return state
+        return self._position_state(self._local_done(PositionSet(yielded)), self._iteration[0])
+
+    def resume_state(
+        self, consumed: int | None, delivered: PositionSet | None = None
+    ) -> dict[str, Any]:
+        """Return the state as if only some indices of this epoch had been taken.
 
         A DataLoader saves this way, counting the indices of the batches it delivered. After
         the epoch's end the epoch is kept (the user's ``set_epoch`` picks the next one, as in
         an uninterrupted run) and the offset is 0.
+
+        Args:
+            consumed: ``None`` (the epoch has not begun: a loaded position is kept), a count
+                of indices at or past the epoch's end, or the indices of the iteration under
+                way taken, a prefix.
+            delivered: the positions of the iteration's indices taken, when they are not a
+                prefix (batches delivered out of order); ``consumed`` then only says whether
+                the epoch has begun.
         """
-        state = self.state_dict()
-        finished = consumed is not None and consumed >= self.num_samples
-        state["offset"] = 0 if consumed is None or finished else consumed
-        state["finished"] = False
-        return state
+        if self._loaded is not None:  # loaded, and its iteration has not begun
+            return self._position_state(*self._loaded)
+        if consumed is None:
+            return self.state_dict_base()
+        stream = self.stream_length
+        if stream is None or (delivered is None and consumed >= stream):
+            return self.state_dict_base()  # the epoch is over: the next one starts afresh
+        taken = PositionSet(consumed) if delivered is None else delivered
+        return self._position_state(self._local_done(taken), self._iteration_share())
+
+    def _iteration_share(self) -> Share | None:
+        return None if self._iteration is None else self._iteration[0]
 
     @property
     def resumes_at_offset(self) -> bool:
@@ -213,32 +315,68 @@ class DistributedSampler(Sampler[T_co]):
     def load_state_dict(self, state: dict[str, Any]) -> None:
         """Restore a state from :meth:`state_dict`; the next ``iter()`` resumes from it.
 
-        A state saved after an epoch ended resumes at the start of the next epoch.
+        A state saved after an epoch ended resumes at the start of the next epoch. A merged
+        state (``stoker.data.merge_states``) loads into any number of replicas and any rank:
+        the part of its epoch not consumed yet is split over the replicas.
 
         Raises:
-            ValueError: when the state was saved by another sampler, configuration or version.
+            ValueError: when the state was saved by another sampler, configuration or version,
+                or by one rank of another number of replicas.
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
-        mine = self.state_dict()
-        for key in ("version", "sampler", "length", "num_replicas", "rank", "shuffle", "seed"):
+        merged = state.get("merged")
+        mine = self.state_dict_base()
+        keys = ["version", "sampler", "length", "shuffle", "seed", "drop_last"]
+        if merged is None:
+            keys[3:3] = ["num_replicas", "rank"]
+        for key in keys:
             if state.get(key) != mine[key]:
+                hint = "load it into a sampler built the same way"
+                if key == "num_replicas":
+                    hint = (
+                        "a state of one rank resumes on the same number of replicas only: "
+                        "merge every rank's loader state with stoker.data.merge_states() and "
+                        "load the merged state on any number of replicas"
+                    )
                 raise ValueError(
                     f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
-                    f"state but {mine[key]!r} here; load it into a sampler built the same way"
+                    f"state but {mine[key]!r} here; {hint}"
                 )
-        if state.get("drop_last") != self.drop_last:
-            raise ValueError(
-                f"state does not fit this sampler: drop_last is {state.get('drop_last')!r} in "
-                f"the state but {self.drop_last!r} here"
-            )
         draws = state.get("draws", "keyed")  # states without it were saved before torch orders
         if draws not in ("torch", "keyed"):
             raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
+        loaded = self._merged_position(merged) if merged is not None else self._rank_position(state)
         self._draws = draws
         self.epoch = int(state["epoch"]) + (1 if state.get("finished") else 0)
-        self._resume_offset = int(state["offset"])
-        self._progress = (self._resume_offset, iter([]))
+        self._loaded = loaded
+        self._progress = (0, iter([]))
+
+    def _rank_position(self, state: dict[str, Any]) -> tuple[PositionSet, Share | None]:
+        """Read one rank's saved position: offset, delivered ranges and share."""
+        offset = state.get("offset")
+        if type(offset) is not int or offset < 0:
+            raise ValueError(f"state offset must be an int >= 0, got {offset!r}")
+        done = PositionSet.from_json(
+            {"watermark": offset, "ranges": state.get("delivered", [])}, "state's delivered"
+        )
+        saved = state.get("share")
+        share = None if saved is None else Share.from_json(saved, "state's share")
+        return done, share
+
+    def _merged_position(self, merged: Any) -> tuple[PositionSet, Share | None]:
+        """This rank's position in a merged epoch: a plain offset, or its split share."""
+        if not isinstance(merged, dict) or not isinstance(merged.get("resharded"), bool):
+            raise ValueError(
+                f"state's merged must be the dict stoker.data.merge_states() writes, got "
+                f"{merged!r}; pass its result unchanged"
+            )
+        share = Share.from_json({k: merged.get(k) for k in ("total", "consumed")}, "state's merged")
+        if not merged["resharded"] and merged.get("ranks") == self.num_replicas:
+            offsets = plain_offsets(share.consumed, share.total, self.num_replicas)
+            if offsets is not None and share.total == self.total_size:
+                return PositionSet(offsets[self.rank]), None
+        return PositionSet(), share
 
 
 @dataclass(frozen=True)

@@ -179,6 +179,7 @@ class WorkerIter(LoaderIter):
         # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
         # was next, and workers whose replica had ended get no task.
         progress, count = self._progress, self._num_workers
+        progress.out_of_order = not self._in_order
         first = 0 if progress.last_worker is None else progress.last_worker + 1
         self._active = [w not in progress.exhausted for w in range(count)]
         self._cycle: Iterator[int] = itertools.cycle((first + i) % count for i in range(count))
@@ -284,6 +285,8 @@ class WorkerIter(LoaderIter):
             self._rcvd_idx = task_id + 1
         progress = self._progress
         progress.last_worker = worker_id
+        if not self._in_order:
+            progress.deliver(task_id)
         if self._iterable:
             if meta.ended:
                 progress.exhausted.add(worker_id)

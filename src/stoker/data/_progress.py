@@ -35,6 +35,12 @@ class EpochProgress:
         states_failed: a worker's ``state_dict()`` failed, so ``worker_states`` is incomplete.
         resume: the per-worker resume point loaded from a state (``"worker_states"`` mode):
             ``{"workers": [state or None, ...], "next_worker": id, "exhausted": [ids]}``.
+        resumed: batches of this epoch delivered before this iteration (from a loaded state).
+        out_of_order: batches may be delivered out of the order the stream gave them; then
+            ``mark`` and ``ahead`` say which were.
+        mark: with ``out_of_order``, the stream's items ``[0, mark)`` of this iteration were
+            all delivered.
+        ahead: with ``out_of_order``, the items above ``mark`` delivered.
     """
 
     index: int
@@ -50,6 +56,27 @@ class EpochProgress:
     exhausted: set[int] = field(default_factory=set)
     states_failed: bool = False
     resume: dict[str, Any] | None = None
+    resumed: int = 0
+    out_of_order: bool = False
+    mark: int = 0
+    ahead: set[int] = field(default_factory=set)
+
+    def deliver(self, item: int) -> None:
+        """Record that the stream's item ``item`` (0 for this iteration's first) was delivered."""
+        if item != self.mark:
+            self.ahead.add(item)
+            return
+        mark, ahead = item + 1, self.ahead
+        while ahead and mark in ahead:
+            ahead.remove(mark)
+            mark += 1
+        self.mark = mark
+
+    def items_delivered(self) -> tuple[int, list[int]]:
+        """Return ``(n, ahead)``: this iteration's items ``[0, n)`` and ``ahead`` delivered."""
+        if self.out_of_order:
+            return self.mark, sorted(self.ahead)
+        return self.yielded - self.resumed, []
 
     def resume_from(self, saved: dict[str, Any]) -> None:
         """Take a saved per-worker resume point as this epoch's starting position."""

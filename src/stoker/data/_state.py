@@ -33,19 +33,21 @@ from typing import Any
 
 from stoker._checks import check_int
 from stoker.data._distributed import DistributedSampler
+from stoker.data._elastic import PositionSet
 from stoker.data._errors import short_repr
 from stoker.data._generator import GeneratorState, restore_generator, save_generator
 from stoker.data._plan import LoaderPlan
 from stoker.data._progress import EpochProgress
 from stoker.data._sample_rng import keyed
 from stoker.data._sampler import BatchSampler, EpochSampler
-from stoker.data._state_iterable import check_worker_states, save_iterable
+from stoker.data._sharded import ShardedIterableDataset
+from stoker.data._state_iterable import check_worker_states, merged_resume, save_iterable
 from stoker.data._stateful import OffsetStateful, Stateful
 
-__all__ = ["LOADER_STATE_VERSION", "ResumeTracker"]
+__all__ = ["LOADER_STATE_FORMAT", "LOADER_STATE_VERSION", "ResumeTracker", "check_header"]
 
 LOADER_STATE_VERSION = 1
-_FORMAT = "stoker.data.DataLoader"
+LOADER_STATE_FORMAT = "stoker.data.DataLoader"
 _FINISHED = 1 << 62  # an offset past any epoch's end: the state describes the next epoch
 _SEED_MAX = (1 << 64) - 1
 _FIX = "pass the dict returned by DataLoader.state_dict(), unchanged"
@@ -97,16 +99,16 @@ def _describe(plan: LoaderPlan) -> dict[str, Any]:
     return fields
 
 
-def _check_fits(plan: LoaderPlan, state: Any) -> None:
-    """Raise unless ``state`` is a DataLoader state of this version that fits ``plan``."""
+def check_header(state: Any) -> None:
+    """Raise unless ``state`` is a dict with a DataLoader state's format and version."""
     if not isinstance(state, dict):
         raise TypeError(
             f"state must be a dict returned by DataLoader.state_dict(), got {state!r} of type "
             f"{type(state).__name__}"
         )
-    if state.get("format") != _FORMAT:
+    if state.get("format") != LOADER_STATE_FORMAT:
         raise ValueError(
-            f"state must be a DataLoader state (format {_FORMAT!r}), got format "
+            f"state must be a DataLoader state (format {LOADER_STATE_FORMAT!r}), got format "
             f"{state.get('format')!r}; pass the dict returned by DataLoader.state_dict()"
         )
     if state.get("version") != LOADER_STATE_VERSION:
@@ -114,7 +116,14 @@ def _check_fits(plan: LoaderPlan, state: Any) -> None:
             f"state version must be {LOADER_STATE_VERSION}, got {state.get('version')!r}; it was "
             "saved by an incompatible version of stoker"
         )
+
+
+def _check_fits(plan: LoaderPlan, state: Any) -> None:
+    """Raise unless ``state`` is a DataLoader state of this version that fits ``plan``."""
+    check_header(state)
     for key, expected in _describe(plan).items():
+        if key == "num_workers" and state.get("mode") == "merged":
+            continue  # a merged ShardedIterableDataset state deals its shards to any workers
         if key not in state or state[key] != expected:
             why = (
                 " (an IterableDataset's batches depend on how many workers shard it, so it "
@@ -155,10 +164,14 @@ def _int_field(
 def _modes(plan: LoaderPlan) -> tuple[str, ...]:
     """The modes a state saved by the loader of ``plan`` can have (see the module docstring)."""
     if not plan.iterable:
-        return ("offset",) if _offset_target(plan.index_sampler) is not None else ("replay",)
+        target = _offset_target(plan.index_sampler)
+        if target is None:
+            return ("replay",)
+        return ("offset", "merged") if isinstance(target[0], DistributedSampler) else ("offset",)
     if not isinstance(plan.dataset, Stateful):
         return ("fast_forward",)
-    return ("worker_states", "fast_forward") if plan.num_workers else ("dataset",)
+    merged = ("merged",) if isinstance(plan.dataset, ShardedIterableDataset) else ()
+    return ("worker_states", "fast_forward", *merged) if plan.num_workers else ("dataset", *merged)
 
 
 def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
@@ -187,12 +200,19 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
         per_batch = 1 if target is None else target[1]
         offset = saved.get("offset")
         wanted = (batches or 0) * per_batch
-        if offset != wanted or isinstance(offset, bool):
+        if target is not None and isinstance(target[0], DistributedSampler):
+            # its position is its own (a prefix, ranges, a share): the sampler checks it
+            pass
+        elif offset != wanted or isinstance(offset, bool):
             raise _bad(
                 "sampler_state's offset",
                 offset,
                 f"{wanted} (batches {batches} x {per_batch} indices per batch)",
             )
+    elif mode == "merged" and (not isinstance(saved, dict) or "merged" not in saved):
+        raise _bad(
+            "sampler_state", saved, "a state from stoker.data.merge_states() in mode 'merged'"
+        )
     elif mode == "fast_forward" and saved is not None:
         raise _bad("sampler_state", saved, "None in mode 'fast_forward'")
     current = save_generator(plan.seed_source)._asdict().items()
@@ -235,10 +255,12 @@ def _load_sampler_state(plan: LoaderPlan, mode: str, saved: Any) -> None:
     """Load the saved sampler (or dataset) state; its refusal names the ``sampler_state`` field."""
     index_sampler = plan.index_sampler
     load: Any = None
-    if mode == "offset":
+    if mode == "merged" and plan.iterable:
+        load = plan.dataset.load_state_dict if not plan.num_workers else plan.dataset.check_state
+    elif mode in ("offset", "merged"):
         target = _offset_target(index_sampler)
         if target is None:  # pragma: no cover - _describe already matched the sampler kinds
-            raise ValueError("state mode 'offset' needs a stoker sampler")
+            raise ValueError(f"state mode {mode!r} needs a stoker sampler")
         load = target[0].load_state_dict
     elif mode == "replay" and saved is not None:
         source = _replay_source(index_sampler)
@@ -261,6 +283,52 @@ def _load_sampler_state(plan: LoaderPlan, mode: str, saved: Any) -> None:
             f"state's sampler_state must be a state this loader's sampler accepts, got "
             f"{short_repr(saved, 300)}: {err}; {_FIX}"
         ) from err
+
+
+def _items_in_stream(index_sampler: Any, stream: int) -> int:
+    """How many items a loader draws from a stream of ``stream`` indices (batched or not)."""
+    if type(index_sampler) is not BatchSampler:
+        return stream
+    if index_sampler.drop_last:
+        return stream // index_sampler.batch_size
+    return -(-stream // index_sampler.batch_size)
+
+
+def _distributed_done(index_sampler: Any, progress: EpochProgress) -> bool:
+    """Whether a DistributedSampler's iteration (a resumed share: shorter) was all delivered."""
+    target = _offset_target(index_sampler)
+    if target is None or not isinstance(target[0], DistributedSampler) or not progress.started:
+        return False
+    stream = target[0].stream_length
+    if stream is None:
+        return False
+    mark, ahead = progress.items_delivered()
+    return mark + len(ahead) >= _items_in_stream(index_sampler, stream)
+
+
+def _save_distributed(
+    state: dict[str, Any],
+    sampler: DistributedSampler[Any],
+    per_batch: int,
+    progress: EpochProgress | None,
+    *,
+    begun: bool,
+    finished: bool,
+) -> dict[str, Any]:
+    """Fill in a DistributedSampler's position: the indices of its list actually delivered.
+
+    Out of order, the delivered batches need not be a prefix of the stream: they are saved as
+    ranges (``PositionSet``) of the rank's list, so a resume skips exactly them.
+    """
+    state["mode"] = "offset"
+    if progress is None or finished or not begun:
+        state["sampler_state"] = sampler.resume_state(_FINISHED if finished else None)
+        state["batches"] = 0
+        return state
+    mark, ahead = progress.items_delivered()
+    spans = [(0, mark * per_batch)] + [(i * per_batch, (i + 1) * per_batch) for i in ahead]
+    state["sampler_state"] = sampler.resume_state(mark * per_batch, PositionSet.of_spans(spans))
+    return state
 
 
 class ResumeTracker:
@@ -297,6 +365,9 @@ class ResumeTracker:
                 progress.skip, replay = replay, 0
             if mode == "worker_states" and pending["sampler_state"] is not None:
                 progress.resume_from(pending["sampler_state"])
+            if mode == "merged" and plan.iterable and plan.num_workers:
+                progress.resume_from(merged_resume(plan, pending["sampler_state"]))
+        progress.resumed = progress.yielded
         self._next_index = progress.index + 1
         index_sampler = plan.index_sampler
         if _offset_target(index_sampler) is None:
@@ -336,7 +407,7 @@ class ResumeTracker:
         if self._pending is not None:  # loaded, not iterated yet: the loaded state still holds
             return copy.deepcopy(self._pending)
         progress = self.current
-        state: dict[str, Any] = {"format": _FORMAT, "version": LOADER_STATE_VERSION}
+        state: dict[str, Any] = {"format": LOADER_STATE_FORMAT, "version": LOADER_STATE_VERSION}
         state.update(_describe(plan))
         index_sampler = plan.index_sampler
         total = (
@@ -346,6 +417,7 @@ class ResumeTracker:
             progress.finished
             or (total is not None and progress.started and progress.yielded >= total)
             or (plan.iterable and len(progress.exhausted) == plan.num_workers > 0)
+            or _distributed_done(index_sampler, progress)
         )
         begun = progress is not None and (progress.started or progress.yielded > 0) and not finished
         if progress is None:
@@ -370,6 +442,10 @@ class ResumeTracker:
         if plan.iterable:
             return save_iterable(plan, state, progress, finished)
         target = _offset_target(index_sampler)
+        if target is not None and isinstance(target[0], DistributedSampler):
+            return _save_distributed(
+                state, target[0], target[1], progress, begun=begun, finished=finished
+            )
         if target is not None:
             sampler, per_batch = target
             consumed = None if not begun else batches * per_batch

@@ -21,9 +21,10 @@ from typing import Any
 
 from stoker.data._plan import LoaderPlan
 from stoker.data._progress import EpochProgress
+from stoker.data._sharded import SHARDED_FORMAT, ShardedIterableDataset
 from stoker.data._stateful import Stateful
 
-__all__ = ["check_worker_states", "save_iterable"]
+__all__ = ["check_worker_states", "merged_resume", "save_iterable"]
 
 
 def save_iterable(
@@ -35,12 +36,20 @@ def save_iterable(
     """Fill in how an IterableDataset resumes: its own state(s), or a fast-forward."""
     dataset = plan.dataset
     workers = plan.num_workers
+    if isinstance(dataset, ShardedIterableDataset):  # for merge_states: whose shards these are
+        state.update(
+            shard_format=SHARDED_FORMAT,
+            shards=len(dataset.shards),
+            rank=dataset.rank,
+            world_size=dataset.world_size,
+        )
     if workers == 0 and isinstance(dataset, Stateful):
         state["mode"] = "dataset"
         state["sampler_state"] = None if finished else dataset.state_dict()
         return state
     if workers and isinstance(dataset, Stateful):
-        if progress is None or finished or state["batches"] == 0:  # the epoch starts afresh
+        fresh = state["batches"] == 0 and (progress is None or progress.resume is None)
+        if progress is None or finished or fresh:  # the epoch starts afresh
             state["mode"], state["sampler_state"] = "worker_states", None
             return state
         saved = [progress.worker_states.get(w) for w in range(workers)]
@@ -100,3 +109,12 @@ def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
             f"the next epoch), got {exhausted!r}; pass the dict returned by "
             "DataLoader.state_dict()"
         )
+    if isinstance(plan.dataset, ShardedIterableDataset):
+        for replica in workers:
+            if replica is not None:
+                plan.dataset.check_state(replica)
+
+
+def merged_resume(plan: LoaderPlan, saved: dict[str, Any]) -> dict[str, Any]:
+    """The per-worker resume point of a merged state: every worker starts from all of it."""
+    return {"workers": [saved] * plan.num_workers, "next_worker": 0, "exhausted": []}

@@ -8,7 +8,8 @@ names are torch's own objects. Batches are torch's (tensors), and ``generator=No
 torch's global generator exactly as torch does, so a program seeded with ``torch.manual_seed``
 gets the batches, worker seeds and random stream it gets from torch. stoker's additions:
 thread workers (``worker_type="thread"``), ``state_dict()`` / ``load_state_dict()``,
-``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`.
+``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`,
+:func:`merge_states` and :class:`ShardedIterableDataset` (elastic resume).
 
 A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumPy batches, and
 no torch.
@@ -40,7 +41,15 @@ from torch.utils.data import (
 )
 
 from stoker._public import fixup_module_metadata
-from stoker.data import ShardInfo, SharedMemoryFullError, WorkerInfo, get_shard_info, sample_rng
+from stoker.data import (
+    ShardedIterableDataset,
+    ShardInfo,
+    SharedMemoryFullError,
+    WorkerInfo,
+    get_shard_info,
+    merge_states,
+    sample_rng,
+)
 from stoker.torch.data._info import get_worker_info
 from stoker.torch.data._loader import DataLoader
 from stoker.torch.data._samplers import (
@@ -67,6 +76,7 @@ __all__ = [
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
+    "ShardedIterableDataset",
     "SharedMemoryFullError",
     "StackDataset",
     "Subset",
@@ -81,6 +91,7 @@ __all__ = [
     "get_shard_info",
     "get_worker_info",
     "guaranteed_datapipes_determinism",
+    "merge_states",
     "non_deterministic",
     "random_split",
     "runtime_validation",

@@ -1,0 +1,268 @@
+"""merge_states: every rank's loader state in, one state out that loads on any world size.
+
+Two kinds of loader state merge (see docs/design/resume.md):
+
+* a map-style dataset with a :class:`~stoker.data.DistributedSampler`: each rank's state says
+  which indices of its own list were delivered; the merge turns them into the epoch's global
+  positions (:mod:`stoker.data._elastic`) and keeps their union. Loaded on ``M`` ranks, the
+  positions not consumed are split over them (or, on the same ranks, each resumes at its
+  offset when the union is each rank's prefix);
+* an IterableDataset that is a :class:`~stoker.data.ShardedIterableDataset`: each worker's
+  state holds per-shard offsets; the merge keeps each shard's latest.
+
+The states must belong together: the same loader (dataset kind and length, sampler, batch
+size), the same epoch, seed and order, and exactly one state per rank ``0 .. N - 1``.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from stoker.data._elastic import PositionSet, Share, epoch_total, share_positions, split_remainder
+from stoker.data._sharded import SHARDED_FORMAT, dealt_shards, merge_shard_states
+from stoker.data._state import check_header
+
+__all__ = ["merge_states"]
+
+_LOADER_KEYS = ("dataset", "length", "sampler", "inner_sampler", "batch_size", "drop_last")
+_SAMPLER_KEYS = (
+    "version",
+    "sampler",
+    "length",
+    "num_replicas",
+    "shuffle",
+    "drop_last",
+    "seed",
+    "epoch",
+    "draws",
+)
+_HINT = "pass the state_dict() of every rank's loader, all saved at the same step"
+
+
+def _ranks_exactly_once(ranks: list[Any], world: Any) -> None:
+    """Raise unless ``ranks`` (one per state, in order) are ``0 .. world - 1``, each once."""
+    if type(world) is not int or world < 1:
+        raise ValueError(f"states' world size must be an int >= 1, got {world!r}; {_HINT}")
+    seen: dict[Any, int] = {}
+    for position, rank in enumerate(ranks):
+        if rank in seen:
+            raise ValueError(
+                f"merge_states needs exactly one state per rank 0..{world - 1}: rank {rank!r} "
+                f"appears twice (states {seen[rank]} and {position}); {_HINT}"
+            )
+        seen[rank] = position
+    missing = [rank for rank in range(world) if rank not in seen]
+    extra = [rank for rank in seen if rank not in range(world)]
+    if extra:
+        raise ValueError(
+            f"merge_states needs exactly one state per rank 0..{world - 1}: got rank(s) "
+            f"{extra!r}, outside range({world}); {_HINT}"
+        )
+    if missing:
+        raise ValueError(
+            f"merge_states needs exactly one state per rank 0..{world - 1}: rank(s) {missing} "
+            f"missing (got {len(ranks)} state(s) of a world of {world}); {_HINT}"
+        )
+
+
+def _agree(values: list[Any], key: str, whose: list[str]) -> None:
+    """Raise unless every state has the same ``key``, naming the first that differs."""
+    for value, who in zip(values[1:], whose[1:], strict=True):
+        if value != values[0]:
+            raise ValueError(
+                f"states do not belong together: {key} is {values[0]!r} in {whose[0]}'s state but "
+                f"{value!r} in {who}'s; {_HINT}"
+            )
+
+
+def _finished(states: list[dict[str, Any]], whose: list[str]) -> list[bool]:
+    """Which states were saved after their rank delivered all of its part of the epoch.
+
+    Such a state already describes the next loader epoch (from its start); the others must be
+    of the epoch before it. A rank ends its part early when ranks took unequal counts.
+    """
+    saved = [state.get("epoch") for state in states]
+    if not all(type(epoch) is int for epoch in saved):
+        raise ValueError(f"states' epoch must be ints, got {saved!r}; {_HINT}")
+    epochs: list[int] = saved  # type: ignore[assignment]  # ints: checked just above
+    low = min(epochs)
+    for epoch, state, who in zip(epochs, states, whose, strict=True):
+        ahead_by_one = epoch == low + 1 and state.get("batches") == 0
+        if epoch != low and not ahead_by_one:
+            raise ValueError(
+                f"states do not belong together: epoch is {low!r} in one state but {epoch!r} in "
+                f"{who}'s (states of different epochs); {_HINT}"
+            )
+    return [epoch != low for epoch in epochs]
+
+
+def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge the states of loaders over one epoch of a DistributedSampler."""
+    samplers = [state["sampler_state"] for state in states]
+    for position, (state, saved) in enumerate(zip(states, samplers, strict=True)):
+        if state.get("mode") != "offset" or not isinstance(saved, dict):
+            raise ValueError(
+                f"state {position} must be one rank's state (mode 'offset'), got mode "
+                f"{state.get('mode')!r}; merge the states each rank's loader saved, not merged "
+                "ones"
+            )
+    world = samplers[0].get("num_replicas")
+    _ranks_exactly_once([saved.get("rank") for saved in samplers], world)
+    by_rank = sorted(zip(samplers, states, strict=True), key=lambda pair: pair[0]["rank"])
+    whose = [f"rank {saved['rank']}" for saved, _ in by_rank]
+    ended = _finished([state for _, state in by_rank], whose)
+    for key in _SAMPLER_KEYS:
+        _agree([saved.get(key) for saved, _ in by_rank], f"sampler_state's {key}", whose)
+    going = [pair for pair, done in zip(by_rank, ended, strict=True) if not done]
+    if not going:  # every rank ended the epoch: the merged state starts the next one
+        going, ended = by_rank[:1], [False] * len(by_rank)
+        by_rank[0][0]["offset"], by_rank[0][0]["delivered"] = 0, []
+    _agree(
+        [saved.get("share") for saved, _ in going],
+        "sampler_state's share",
+        [f"rank {saved['rank']}" for saved, _ in going],
+    )
+    first = going[0][0]
+    length, drop_last = first["length"], first["drop_last"]
+    saved_share = first["share"]
+    share = None if saved_share is None else Share.from_json(saved_share, "sampler_state's share")
+    total = epoch_total(length, world, drop_last) if share is None else share.total
+    consumed = np.zeros(total, dtype=bool)
+    if share is not None:
+        consumed |= share.consumed.mask(total)
+        _, dropped = split_remainder(share, length, world, drop_last)
+        consumed[dropped] = True  # cut by drop_last from the remainder: dropped for the epoch
+    for (saved, _), done_all in zip(by_rank, ended, strict=True):
+        positions = share_positions(share, length, total, world, saved["rank"], drop_last=drop_last)
+        if done_all:
+            consumed[positions] = True
+            continue
+        done = PositionSet.from_json(
+            {"watermark": saved.get("offset"), "ranges": saved.get("delivered", [])},
+            f"rank {saved['rank']}'s sampler_state position",
+        )
+        if done.end() > len(positions):
+            raise ValueError(
+                f"rank {saved['rank']}'s sampler_state delivered indices up to {done.end() - 1} "
+                f"of a list of {len(positions)}; {_HINT}"
+            )
+        consumed[positions[np.flatnonzero(done.mask(len(positions)))]] = True
+    merged = copy.deepcopy(going[0][1])
+    sampler_state = {
+        key: first[key]
+        for key in ("version", "sampler", "length", "shuffle", "drop_last", "seed", "epoch")
+    }
+    sampler_state["draws"] = first.get("draws", "keyed")
+    sampler_state["merged"] = {
+        "ranks": world,
+        "total": total,
+        "resharded": share is not None,
+        "consumed": PositionSet.of_mask(consumed).to_json(),
+    }
+    merged.update(mode="merged", batches=0, sampler_state=sampler_state)
+    return merged
+
+
+def _replica_states(state: dict[str, Any], rank: Any) -> list[Any]:
+    """The dataset states inside one rank's iterable loader state (None entries dropped)."""
+    mode, saved = state.get("mode"), state.get("sampler_state")
+    if mode == "dataset":
+        found = [saved]
+    elif mode == "worker_states":
+        found = [] if saved is None else list(saved.get("workers", []))
+    else:
+        raise ValueError(
+            f"rank {rank!r}'s state holds no per-shard positions (mode {mode!r}): merge_states "
+            "merges IterableDataset states of a stoker.data.ShardedIterableDataset only"
+        )
+    return [replica for replica in found if replica is not None]
+
+
+def _merge_sharded(states: list[dict[str, Any]]) -> dict[str, Any]:
+    """Merge the states of loaders over a ShardedIterableDataset."""
+    for position, state in enumerate(states):
+        if state.get("shard_format") != SHARDED_FORMAT:
+            raise ValueError(
+                f"state {position} is not of a stoker.data.ShardedIterableDataset (its "
+                "IterableDataset's positions cannot be re-dealt over other ranks); merge_states "
+                "merges IterableDataset states of a ShardedIterableDataset only"
+            )
+    world = states[0].get("world_size")
+    _ranks_exactly_once([state.get("rank") for state in states], world)
+    size: int = world  # type: ignore[assignment]  # an int: _ranks_exactly_once checked it
+    by_rank = sorted(states, key=lambda state: state["rank"])
+    whose = [f"rank {state['rank']}" for state in by_rank]
+    for key in ("world_size", "shards"):
+        _agree([state.get(key) for state in by_rank], key, whose)
+    ended = _finished(by_rank, whose)
+    going = [state for state, done in zip(by_rank, ended, strict=True) if not done]
+    replicas = [r for state in going for r in _replica_states(state, state["rank"])]
+    shards = by_rank[0]["shards"]
+    combined = merge_shard_states(replicas, shards)
+    if going:  # a rank that ended its part read every shard dealt to it
+        done = set(combined["done"])
+        for state, done_all in zip(by_rank, ended, strict=True):
+            if done_all:
+                done |= set(dealt_shards(shards, size, state["rank"], state["num_workers"]))
+        combined["done"] = sorted(done)
+        combined["offsets"] = [pair for pair in combined["offsets"] if pair[0] not in done]
+    merged = copy.deepcopy(going[0] if going else by_rank[0])
+    merged.update(mode="merged", batches=0, sampler_state=combined)
+    for key in ("rank", "world_size", "num_workers"):
+        merged.pop(key, None)
+    return merged
+
+
+def merge_states(states: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Merge every rank's ``DataLoader.state_dict()`` into one state for any world size.
+
+    For a map-style dataset with a :class:`~stoker.data.DistributedSampler`, the merged state
+    holds the epoch's consumed positions (what every rank delivered); loaded with
+    ``loader.load_state_dict(merged)`` on any number of ranks, any rank and any
+    ``num_workers``, the samples not consumed yet are split over the new ranks as
+    ``DistributedSampler`` splits an epoch (padded by repeating, or cut with ``drop_last``),
+    each exactly once, and the next epoch is the one a fresh run on the new ranks sees. For a
+    :class:`~stoker.data.ShardedIterableDataset`, it holds each shard's offset and the shards
+    are dealt out again. See docs/design/resume.md.
+
+    Args:
+        states: one state per rank ``0 .. N - 1`` (any order), each saved by that rank's
+            loader at the same step.
+
+    Returns:
+        One loader state (mode ``"merged"``), JSON-serialisable.
+
+    Raises:
+        TypeError: when ``states`` is not a sequence of dicts.
+        ValueError: when a state is not a DataLoader state, when the states do not belong
+            together (another epoch, seed, dataset length, shuffle, drop_last, ...) or when a
+            rank is missing or given twice; the message names it.
+    """
+    if isinstance(states, (dict, str, bytes)) or not isinstance(states, Sequence):
+        raise TypeError(
+            f"states must be a list of DataLoader.state_dict() results, one per rank, got "
+            f"{type(states).__name__}"
+        )
+    if not states:
+        raise ValueError(f"states must hold one state per rank, got an empty list; {_HINT}")
+    for state in states:
+        check_header(state)
+    states = copy.deepcopy(list(states))  # the merge never changes its input
+    whose = [f"state {position}" for position in range(len(states))]
+    for key in _LOADER_KEYS:
+        _agree([state.get(key) for state in states], key, whose)
+    if states[0].get("dataset") == "iterable":
+        return _merge_sharded(list(states))
+    if states[0].get("sampler") not in ("DistributedSampler", "BatchSampler") or (
+        states[0].get("sampler") == "BatchSampler"
+        and states[0].get("inner_sampler") != "DistributedSampler"
+    ):
+        raise ValueError(
+            f"merge_states merges the states of loaders with a DistributedSampler, got sampler "
+            f"{states[0].get('sampler')!r} (inner {states[0].get('inner_sampler')!r}); {_HINT}"
+        )
+    return _merge_distributed(list(states))

@@ -1,0 +1,278 @@
+"""merge_states and loading a merged state on another world size (in one process, ranks given)."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import pytest
+from data_elastic_helpers import Shards, check_exactly_once, rank_loader, take
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from stoker.data import DataLoader, DistributedSampler, merge_states
+
+
+def _spec(**changes: Any) -> dict[str, Any]:
+    return {"length": 29, "batch_size": 2, "workers": 0, **changes}
+
+
+def _phase(spec: dict[str, Any], world: int, counts: list[int | None], state: Any = None):
+    """Each rank of ``world`` loads ``state`` (if any) and takes its count; samples, states."""
+    samples, states = [], []
+    for rank in range(world):
+        loader = rank_loader(spec, world, rank)
+        if state is not None:
+            loader.load_state_dict(state)
+        got, saved = take(loader, counts[rank])
+        samples.append(got)
+        states.append(saved)
+    return samples, states
+
+
+def _flat(samples: list[list[int]]) -> list[int]:
+    return [x for rank in samples for x in rank]
+
+
+def test_merged_state_of_4_ranks_resumes_on_2_with_every_sample_once() -> None:
+    """4 ranks take 2, 3, 2, 1 batches; 2 ranks finish: 29 samples, one padding repeat."""
+    spec = _spec()
+    first, states = _phase(spec, 4, [2, 3, 2, 1])
+    merged = merge_states(states)
+    assert json.loads(json.dumps(merged)) == merged
+    assert merged["sampler_state"]["merged"]["consumed"]["watermark"] <= 16
+    second, _ = _phase(spec, 2, [None, None], merged)
+    remainder = 29 - len(_flat(first))
+    assert [len(s) for s in second] == [math.ceil(remainder / 2)] * 2
+    check_exactly_once([_flat(first), _flat(second)], list(range(29)), extras=1)
+
+
+def test_merged_state_on_the_same_world_resumes_as_an_uninterrupted_run() -> None:
+    """Each rank a prefix and the same world: each rank goes on at its offset, same batches."""
+    spec = _spec()
+    first, states = _phase(spec, 4, [1, 3, 2, 0])
+    second, _ = _phase(spec, 4, [None] * 4, merge_states(states))
+    whole, _ = _phase(spec, 4, [None] * 4)
+    assert [a + b for a, b in zip(first, second, strict=True)] == whole
+
+
+def test_next_epoch_after_an_elastic_resume_is_a_fresh_runs() -> None:
+    """After finishing the resumed epoch on 3 ranks, epoch 1 equals a fresh 3-rank run's."""
+    spec = _spec(drop_last=True)
+    _, states = _phase(spec, 4, [2, 2, 2, 2])
+    merged = merge_states(states)
+    for rank in range(3):
+        loader = rank_loader(spec, 3, rank)
+        loader.load_state_dict(merged)
+        take(loader, None)
+        resumed, _ = take(loader, None, epoch=1)
+        fresh, _ = take(rank_loader(spec, 3, rank), None, epoch=1)
+        assert resumed == fresh
+
+
+def test_out_of_order_delivery_is_saved_exactly() -> None:
+    """in_order=False with thread workers: the state holds what was delivered, not a count."""
+    spec = _spec(workers=2, in_order=False, length=31, worker_type="thread")
+    first, states = _phase(spec, 2, [3, 3])
+    second, _ = _phase(_spec(length=31), 3, [None] * 3, merge_states(states))
+    remainder = 31 - len(_flat(first))
+    extras = math.ceil(remainder / 3) * 3 - remainder
+    check_exactly_once([_flat(first), _flat(second)], list(range(31)), extras=extras)
+
+
+def test_a_ranks_state_resumes_out_of_order_delivery_on_its_own_rank() -> None:
+    """Unmerged, one rank's out-of-order state resumes on that rank, skipping exactly those."""
+    spec = _spec(workers=2, in_order=False, length=40, worker_type="thread")
+    got, state = take(rank_loader(spec, 2, 1), 4)
+    rest, _ = take_loaded(spec, 2, 1, state)
+    whole, _ = take(rank_loader(_spec(length=40), 2, 1), None)
+    assert sorted(got + rest) == sorted(whole)
+    assert len(got + rest) == len(whole)
+
+
+def take_loaded(spec: dict[str, Any], world: int, rank: int, state: Any) -> Any:
+    """A fresh loader of ``rank`` that loads ``state`` and finishes the epoch."""
+    loader = rank_loader(dict(spec, workers=0, in_order=True), world, rank)
+    loader.load_state_dict(state)
+    return take(loader, None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    length=st.integers(1, 30),
+    first=st.integers(1, 5),
+    second=st.integers(1, 5),
+    drop_last=st.booleans(),
+    data=st.data(),
+)
+def test_loader_states_merge_and_resume_exactly_once(
+    length: int, first: int, second: int, drop_last: bool, data: st.DataObject
+) -> None:
+    """Random worlds, prefixes per rank and drop_last: through real loaders, nothing is lost
+    (but drop_last's cuts) and only padding repeats."""
+    spec = _spec(length=length, drop_last=drop_last, shuffle=data.draw(st.booleans()))
+    per_rank = len(DistributedSampler(range(length), first, 0, drop_last=drop_last))
+    batches = -(-per_rank // 2)  # a rank that takes them all has ended the epoch: not here
+    counts = [data.draw(st.integers(0, max(0, batches - 1))) for _ in range(first)]
+    samples_1, states = _phase(spec, first, counts)
+    samples_2, _ = _phase(spec, second, [None] * second, merge_states(states))
+    delivered = _flat(samples_1) + _flat(samples_2)
+    assert set(delivered) <= set(range(length))
+    if drop_last:
+        assert len(delivered) == len(set(delivered)), "drop_last never repeats"
+        assert length - len(delivered) < first + second, "each world cuts less than a row"
+    else:
+        assert set(delivered) == set(range(length)), "every sample delivered"
+        assert len(delivered) - length < first + second, "each world pads less than a row"
+
+
+def test_states_saved_after_the_epoch_resume_at_the_next_one() -> None:
+    """Every rank ended the epoch: the merged state starts the next epoch on any world."""
+    spec = _spec()
+    _, states = _phase(spec, 4, [None] * 4)
+    merged = merge_states(states)
+    assert merged["epoch"] == 1
+    assert merged["sampler_state"]["merged"]["consumed"] == {"watermark": 0, "ranges": []}
+    for rank in range(3):
+        loader = rank_loader(spec, 3, rank)
+        loader.load_state_dict(merged)
+        assert take(loader, None, epoch=1)[0] == take(rank_loader(spec, 3, rank), None, 1)[0]
+
+
+def test_a_rank_that_ended_its_part_early_counts_all_of_it() -> None:
+    """Unequal counts: a rank that delivered its whole list (next epoch in its state) merges
+    with ranks still in the epoch, its list all consumed."""
+    spec = _spec(length=12)
+    first, states = _phase(spec, 2, [3, 1])  # rank 0's list is 6 long: 3 batches end it
+    assert states[0]["epoch"] == 1
+    assert states[1]["epoch"] == 0
+    second, _ = _phase(spec, 3, [None] * 3, merge_states(states))
+    # 12 - 6 - 2 = 4 left, padded to 6 over 3 ranks
+    check_exactly_once([_flat(first), _flat(second)], list(range(12)), extras=2)
+
+
+def test_merging_refuses_states_of_different_epochs() -> None:
+    """Two epochs apart (or mid-epoch in another one): a clear error naming both."""
+    spec = _spec()
+    _, states = _phase(spec, 2, [1, 1])
+    later = rank_loader(spec, 2, 1)
+    take(later, None)
+    take(later, None, epoch=1)
+    _, states[1] = take(later, 1, epoch=2)
+    with pytest.raises(ValueError, match="epoch is 0 in one state but 2 in rank 1's"):
+        merge_states(states)
+
+
+def test_merging_names_a_missing_or_duplicate_rank() -> None:
+    """Every rank exactly once: a missing or repeated rank is named."""
+    _, states = _phase(_spec(), 3, [1, 1, 1])
+    with pytest.raises(ValueError, match=r"rank\(s\) \[1\] missing"):
+        merge_states([states[0], states[2]])
+    with pytest.raises(ValueError, match="rank 2 appears twice"):
+        merge_states([states[0], states[1], states[2], states[2]])
+
+
+def test_merging_refuses_states_of_another_seed_or_length() -> None:
+    """States that do not belong together name the field that differs."""
+    _, states = _phase(_spec(), 2, [1, 1])
+    _, others = _phase(_spec(seed=8), 2, [1, 1])
+    with pytest.raises(ValueError, match="sampler_state's seed is 7 in rank 0's state but 8"):
+        merge_states([states[0], others[1]])
+    _, longer = _phase(_spec(length=30), 2, [1, 1])
+    with pytest.raises(ValueError, match="length is 29 in state 0's state but 30"):
+        merge_states([states[0], longer[1]])
+
+
+def test_a_merged_state_of_another_length_does_not_load() -> None:
+    """A merged state loads only into a loader over a dataset of the same length."""
+    _, states = _phase(_spec(), 2, [1, 1])
+    loader = rank_loader(_spec(length=30), 3, 0)
+    with pytest.raises(ValueError, match="length is 29 in the state but 30 here"):
+        loader.load_state_dict(merge_states(states))
+
+
+def test_one_ranks_state_on_another_world_says_to_merge() -> None:
+    """An unmerged state keeps refusing another num_replicas, and now says what to do."""
+    _, states = _phase(_spec(), 4, [1, 1, 1, 1])
+    loader = rank_loader(_spec(), 2, 0)
+    with pytest.raises(
+        ValueError, match=r"num_replicas is 4 in the state but 2 here.*merge_states"
+    ):
+        loader.load_state_dict(states[0])
+
+
+def test_merge_needs_distributed_or_sharded_states() -> None:
+    """Other samplers' states, merged states and non-lists are refused with the reason."""
+    plain = DataLoader(list(range(10)), batch_size=2)
+    next(iter(plain))
+    with pytest.raises(ValueError, match="with a DistributedSampler"):
+        merge_states([plain.state_dict()])
+    _, states = _phase(_spec(), 2, [1, 1])
+    merged = merge_states(states)
+    with pytest.raises(ValueError, match="mode 'offset'"):
+        merge_states([merged])
+    with pytest.raises(TypeError, match=r"list of DataLoader\.state_dict"):
+        merge_states(states[0])  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="empty list"):
+        merge_states([])
+
+
+def test_merge_does_not_change_its_input() -> None:
+    """The states given to merge_states are left as they were."""
+    _, states = _phase(_spec(), 2, [1, 1])
+    copies = json.loads(json.dumps(states))
+    merge_states(states)
+    assert states == copies
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_sharded_iterable_resumes_on_another_world_and_worker_count(workers: int) -> None:
+    """ShardedIterableDataset: 2 ranks (0 or 2 thread workers) -> 3 ranks with 1 worker."""
+    lengths = [4, 2, 5, 3, 1, 6, 2]
+    universe = [s * 100 + j for s, n in enumerate(lengths) for j in range(n)]
+    first, states = [], []
+    for rank in range(2):
+        loader = DataLoader(
+            Shards(lengths, rank, 2), batch_size=2, num_workers=workers, worker_type="thread"
+        )
+        got, saved = take(loader, 2)
+        first.append(got)
+        states.append(saved)
+    merged = merge_states(states)
+    second = []
+    for rank in range(3):
+        loader = DataLoader(Shards(lengths, rank, 3), batch_size=2, num_workers=1)
+        loader.load_state_dict(merged)
+        second.append(take(loader, None)[0])
+    check_exactly_once([_flat(first), _flat(second)], universe, extras=0)
+
+
+def test_sharded_state_of_one_rank_refuses_another_world() -> None:
+    """One rank's ShardedIterableDataset state on another world size says to merge."""
+    loader = DataLoader(Shards([3, 3], 0, 2), batch_size=1)
+    _, state = take(loader, 1)
+    other = DataLoader(Shards([3, 3], 0, 3), batch_size=1)
+    with pytest.raises(ValueError, match=r"world_size is 2 in the state but 3 here.*merge_states"):
+        other.load_state_dict(state)
+
+
+def test_ranks_from_the_environment_merge_and_resume(monkeypatch: pytest.MonkeyPatch) -> None:
+    """RANK/WORLD_SIZE as launchers set them (no arguments, no process group) work the same."""
+    spec = _spec()
+    states, first = [], []
+    for rank in range(2):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "2")
+        got, state = take(rank_loader(spec, None, None), 2)
+        first += got
+        states.append(state)
+    merged = merge_states(states)
+    second = []
+    for rank in range(3):
+        monkeypatch.setenv("RANK", str(rank))
+        monkeypatch.setenv("WORLD_SIZE", "3")
+        loader = rank_loader(spec, None, None)
+        loader.load_state_dict(merged)
+        second += take(loader, None)[0]
+    check_exactly_once([first, second], list(range(29)), extras=0)  # 21 left: 7 for each of 3
