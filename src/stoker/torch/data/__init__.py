@@ -8,7 +8,9 @@ names are torch's own objects. Batches are torch's (tensors), and ``generator=No
 torch's global generator exactly as torch does, so a program seeded with ``torch.manual_seed``
 gets the batches, worker seeds and random stream it gets from torch. stoker's additions:
 thread workers (``worker_type="thread"``), ``state_dict()`` / ``load_state_dict()``,
-``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`.
+``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`, the
+compact containers (:func:`compact`, :class:`StringSequence`, :class:`BytesSequence`,
+:class:`RecordSequence`) and :class:`DatasetCopyWarning`.
 
 A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumPy batches, and
 no torch.
@@ -40,7 +42,18 @@ from torch.utils.data import (
 )
 
 from stoker._public import fixup_module_metadata
-from stoker.data import ShardInfo, SharedMemoryFullError, WorkerInfo, get_shard_info, sample_rng
+from stoker.data import (
+    BytesSequence,
+    DatasetCopyWarning,
+    RecordSequence,
+    ShardInfo,
+    SharedMemoryFullError,
+    StringSequence,
+    WorkerInfo,
+    compact,
+    get_shard_info,
+    sample_rng,
+)
 from stoker.torch.data._info import get_worker_info
 from stoker.torch.data._loader import DataLoader
 from stoker.torch.data._samplers import (
@@ -53,28 +66,33 @@ from stoker.torch.data._samplers import (
 
 __all__ = [
     "BatchSampler",
+    "BytesSequence",
     "ChainDataset",
     "ConcatDataset",
     "DFIterDataPipe",
     "DataChunk",
     "DataLoader",
     "Dataset",
+    "DatasetCopyWarning",
     "DistributedSampler",
     "IterDataPipe",
     "IterableDataset",
     "MapDataPipe",
     "RandomSampler",
+    "RecordSequence",
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
     "SharedMemoryFullError",
     "StackDataset",
+    "StringSequence",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
     "WorkerInfo",
     "argument_validation",
+    "compact",
     "default_collate",
     "default_convert",
     "functional_datapipe",
