@@ -58,7 +58,7 @@ def _column(kind: str, values: list[Any], place: str) -> Any:
 
 def _mixed(values: list[Any], key: str, kind: str | None) -> NoReturn:
     first = values[0]
-    number = next(n for n, v in enumerate(values) if _kind(v) != kind or kind is None)
+    number = next(n for n, v in enumerate(values) if kind is None or _kind(v) != kind)
     value = values[number]
     if kind is None or _kind(value) is None:
         raise TypeError(
@@ -115,9 +115,8 @@ class RecordSequence(CompactSequence[dict[str, Any]]):
                 values = [row[key] for row in rows]
             except KeyError:
                 self._bad_keys(rows, keys)
-            found = {_kind(v) for v in values}
-            kind = found.pop()
-            if found or kind is None:
+            kind = _kind(values[0])
+            if kind is None or {_kind(v) for v in values} != {kind}:
                 _mixed(values, key, kind)
             kinds.append(kind)
             column = _column(kind, values, f"for key {key!r} in record {{}}")
@@ -193,12 +192,20 @@ class RecordSequence(CompactSequence[dict[str, Any]]):
     def __eq__(self, other: object) -> bool:
         if type(other) is not RecordSequence:
             return NotImplemented
-        return (
-            self._keys == other._keys
-            and self._kinds == other._kinds
-            and self._texts == other._texts
-            and super().__eq__(other)
-        )
+        if self._len != other._len or set(self._keys) != set(other._keys):
+            return False
+        theirs = dict(other._columns())
+        for key, column in self._columns():
+            if isinstance(column, CompactSequence):
+                if column != theirs[key]:
+                    return False
+            elif (
+                not isinstance(theirs[key], np.ndarray)
+                or column.dtype != theirs[key].dtype
+                or not np.array_equal(column, theirs[key], equal_nan=column.dtype.kind == "f")
+            ):
+                return False
+        return True
 
     __hash__ = None
 
