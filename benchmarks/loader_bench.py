@@ -20,6 +20,10 @@ Workloads (from the issue):
 * ``cpu``: about 0.5 ms of NumPy work per sample, batch 32;
 * ``iterable``: an IterableDataset of ``small`` samples sharded by worker, batch 256;
 * ``persistent``: ``small`` with persistent workers over 3 epochs;
+* ``cow`` (``--only cow``, its own table): 3,000,000 (str, small dict) records, about 1.1 GB as
+  plain lists, read once in a shuffled order with 4 workers; the total PSS of the process tree
+  (``/proc/PID/smaps_rollup``, sampled during the epoch) against the ``num_workers=0`` run's,
+  for plain lists and for stoker's compact containers (see :func:`cow_main`);
 * ``memcpy``: the reference for ``image``: copying each batch's bytes once with NumPy, into one
   destination (cache-resident) and into six rotating ones (``memcpy-6buf``, the working set of
   two workers' slabs; a loader must not overwrite the batch the training loop holds).
@@ -37,6 +41,7 @@ Usage::
     python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
     python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
     python benchmarks/loader_bench.py --state-tracking  # per-batch cost, DistributedSampler
+    python benchmarks/loader_bench.py --only cow [--quick]  # copy-on-write: PSS of the tree
 
 This file is not a test module (pytest collects ``test_*.py`` only).
 """
@@ -391,6 +396,8 @@ def main(argv: list[str] | None = None) -> None:
         loader, workload, n, workers = args.child
         if workload == "jpeg":
             print(json.dumps(jpeg_child(loader, int(n), int(workers))))
+        elif workload == "cow":
+            print(json.dumps(cow_child(loader, int(n), int(workers))))
         elif loader.startswith("memcpy"):
             buffers = int(loader.removeprefix("memcpy").strip("-").removesuffix("buf") or 1)
             print(json.dumps(memcpy_reference(int(n), buffers)))
@@ -410,6 +417,9 @@ def main(argv: list[str] | None = None) -> None:
         jpeg_main(args.repeats)
         if args.only == "jpeg":
             return
+    if args.only == "cow":
+        cow_main(args.quick, args.repeats)
+        return
     loaders = [name for name in args.loaders.split(",") if name]
     cells = _cells(args.quick)
     if args.only:
@@ -948,6 +958,296 @@ def _print_jpeg_table(results: dict[tuple[str, int], list[dict[str, Any]]], n: i
         f"{len(next(iter(results.values())))} runs each",
         file=sys.stderr,
     )
+
+
+# -- copy-on-write: millions of Python records read by process workers ---------------------------
+COW_BATCH = 256
+COW_WORKERS = 4
+COW_CONFIGS = (
+    "nw0",  # stoker.data, num_workers=0, plain lists: the base PSS
+    "nw0-compact",  # the same records in stoker's containers, num_workers=0
+    "torch",  # torch.utils.data, 4 fork workers, plain lists
+    "stoker",  # stoker.data, 4 fork worker processes, plain lists
+    "stoker-freeze",  # the same after gc.freeze() (the generic measure)
+    "stoker-threads",  # stoker.data, 4 worker threads, plain lists
+    "stoker-compact",  # stoker.data, 4 fork workers, compact containers
+    "torch-compact",  # torch.utils.data, 4 fork workers, compact containers
+    "spdl",  # SPDL: iterate_in_subprocess per worker (fork), plain lists
+    "grain",  # Grain: MapDataset.source(...).batch(...).mp_prefetch, plain lists
+)
+_COW_LANGS = ("en", "de", "fr", "ja", "pt")
+
+
+def cow_records(n: int) -> tuple[list[str], list[dict[str, Any]]]:
+    """Return ``n`` texts and ``n`` small dicts, about 370 bytes of Python objects a record."""
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india"]
+    texts = [f"{words[i % 9]} {words[i * 7 % 9]} {words[i * 5 % 9]} record {i}" for i in range(n)]
+    records = [
+        {"id": i, "label": i % 1000, "score": i * 0.001, "lang": _COW_LANGS[i % 5]}
+        for i in range(n)
+    ]
+    return texts, records
+
+
+class CowData:
+    """Sample i: ``(texts[i], records[i])``, from plain lists or stoker's containers."""
+
+    def __init__(self, texts: Any, records: Any) -> None:
+        self.texts = texts
+        self.records = records
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def __getitem__(self, index: int) -> tuple[str, dict[str, Any]]:
+        return self.texts[index], self.records[index]
+
+
+class CowOrder:
+    """One fixed shuffled order of ``range(n)`` as a sampler, handed out in chunks of ints."""
+
+    def __init__(self, n: int, seed: int = 0) -> None:
+        self.perm = np.random.default_rng(seed).permutation(n)
+
+    def __len__(self) -> int:
+        return len(self.perm)
+
+    def __iter__(self) -> Iterator[int]:
+        for start in range(0, len(self.perm), 65536):
+            yield from self.perm[start : start + 65536].tolist()
+
+
+class _CowPermuted:
+    """Grain's data source: sample i is ``ds[perm[i]]`` (Grain then reads it in order)."""
+
+    def __init__(self, ds: CowData, perm: Any) -> None:
+        self.ds = ds
+        self.perm = perm
+
+    def __len__(self) -> int:
+        return len(self.perm)
+
+    def __getitem__(self, index: int) -> Any:
+        return self.ds[int(self.perm[index])]
+
+
+def _cow_collate(items: list[tuple[str, dict[str, Any]]]) -> tuple[list[str], dict[str, Any]]:
+    """What default_collate makes of a batch, for the peers that take a function."""
+    records = [record for _, record in items]
+    columns = {key: np.array([r[key] for r in records]) for key in ("id", "label", "score")}
+    return [text for text, _ in items], {**columns, "lang": [r["lang"] for r in records]}
+
+
+def _spdl_cow_shard(ds: CowData, perm: Any, worker: int, workers: int) -> Iterator[Any]:
+    batches = range(worker * COW_BATCH, len(perm), workers * COW_BATCH)
+    for start in batches:
+        yield _cow_collate([ds[i] for i in perm[start : start + COW_BATCH].tolist()])
+
+
+def _cow_loader(config: str, ds: CowData, order: CowOrder) -> Iterator[Any]:
+    """One epoch of ``config`` over ``ds`` in ``order`` (batches of COW_BATCH)."""
+    workers = 0 if config.startswith("nw0") else COW_WORKERS
+    if config.startswith("torch"):
+        import torch.utils.data as td
+
+        tl = td.DataLoader(ds, batch_size=COW_BATCH, sampler=order, num_workers=workers)
+        return iter(tl)
+    if config.startswith(("stoker", "nw0")):
+        import stoker.data as sd
+
+        kind = "thread" if config == "stoker-threads" else "process"
+        dl = sd.DataLoader(
+            ds, batch_size=COW_BATCH, sampler=order, num_workers=workers, worker_type=kind
+        )
+        return iter(dl)
+    if config == "spdl":
+        from functools import partial
+
+        from spdl.pipeline import iterate_in_subprocess
+
+        sources = [
+            iterate_in_subprocess(
+                partial(_spdl_cow_shard, ds, order.perm, w, workers), mp_context="fork"
+            )
+            for w in range(workers)
+        ]
+        return _round_robin(sources)
+    if config == "grain":
+        import grain
+
+        source = grain.MapDataset.source(_CowPermuted(ds, order.perm)).batch(COW_BATCH)
+        options = grain.multiprocessing.MultiprocessingOptions(num_workers=workers)
+        return iter(source.to_iter_dataset().mp_prefetch(options))
+    raise ValueError(config)
+
+
+def _pss(pid: int) -> int:
+    """PSS of one process in bytes (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _tree(root: int) -> list[int]:
+    """``root`` and every process below it."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as stat:
+                    ppid = int(stat.read().rsplit(b")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            parents.setdefault(ppid, []).append(int(entry))
+    found, todo = [], [root]
+    while todo:
+        pid = todo.pop()
+        found.append(pid)
+        todo.extend(parents.get(pid, []))
+    return found
+
+
+def _cow_ids(batch: Any) -> tuple[Any, list[str]]:
+    texts, records = batch
+    texts = texts.tolist() if hasattr(texts, "tolist") else list(texts)
+    return np.asarray(records["id"]), [str(text) for text in texts]
+
+
+def cow_child(config: str, n: int, workers: int) -> dict[str, Any]:
+    """Build the records, run one epoch of ``config``, and return its figures and checks."""
+    del workers  # fixed by the config (COW_WORKERS, or 0 for nw0)
+    import gc
+
+    if config.startswith(("stoker", "nw0")):
+        import stoker.data  # noqa: F401 - imported before the clock, as every library
+    if config.startswith("torch"):
+        import torch.utils.data  # noqa: F401
+    texts, records = cow_records(n)
+    if config.endswith("compact"):
+        import stoker.data as sd
+
+        ds = CowData(sd.compact(texts), sd.compact(records))
+        del texts, records
+    else:
+        ds = CowData(texts, records)
+    gc.collect()
+    if config == "stoker-freeze":
+        gc.freeze()
+    order = CowOrder(n)
+    expected = [ds[i] for i in order.perm[:COW_BATCH].tolist()]
+    base = _pss(os.getpid())
+    began = time.time()
+    started = time.perf_counter()
+    seen = np.zeros(n, dtype=np.int64)
+    first_ok = None
+    samples = 0
+    for batch in _cow_loader(config, ds, order):
+        ids, batch_texts = _cow_ids(batch)
+        if first_ok is None:
+            first_ok = ids.tolist() == [r["id"] for _, r in expected] and batch_texts == [
+                t for t, _ in expected
+            ]
+        np.add.at(seen, ids, 1)
+        samples += len(ids)
+    seconds = time.perf_counter() - started
+    return {
+        "samples": samples,
+        "seconds": seconds,
+        "began": began,
+        "ended": time.time(),
+        "base_pss": base,
+        "exactly_once": bool((seen == 1).all()),
+        "first_batch_equal": bool(first_ok),
+    }
+
+
+def _cow_run(config: str, n: int, timeout: float) -> dict[str, Any]:
+    """Run ``config`` in a child, sampling the PSS of its process tree every 0.2 s."""
+    command = [sys.executable, __file__, "--child", config, "cow", str(n), str(COW_WORKERS)]
+    env = {**os.environ, **SINGLE_THREADED}
+    samples: list[tuple[float, int]] = []
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as child:
+        deadline = time.monotonic() + timeout
+        while child.poll() is None and time.monotonic() < deadline:
+            samples.append((time.time(), sum(_pss(pid) for pid in _tree(child.pid))))
+            time.sleep(0.2)
+        if child.poll() is None:
+            child.kill()
+            return {"error": "timeout"}
+        out, err = child.communicate()
+    for line in reversed(out.splitlines()):
+        if line.startswith("{"):
+            result: dict[str, Any] = json.loads(line)
+            window = [pss for at, pss in samples if result["began"] <= at <= result["ended"]]
+            result["peak_pss"] = max(window or [result["base_pss"]])
+            return result
+    return {"error": ((err.strip().splitlines() or ["no output"])[-1])[:120]}
+
+
+def _cow_available(config: str) -> bool:
+    module = {"spdl": "spdl.pipeline", "grain": "grain"}.get(config)
+    if module is None:
+        return True
+    try:
+        __import__(module)
+    except ImportError:
+        return False
+    return True
+
+
+def cow_main(quick: bool, repeats: int) -> None:
+    """Print the copy-on-write table: samples/s and PSS growth per loader (one run at a time).
+
+    Growth is the peak PSS of the process tree during the epoch minus the PSS of the main
+    process before the loader was made; ``x nw0`` divides it by the plain-list ``nw0`` run's
+    PSS (the goal: at most 0.10). Every run checks that each sample came exactly once and that
+    the first batch equals ``dataset[i]`` for the first indices of the order.
+    """
+    n = 300_000 if quick else 3_000_000
+    configs = [c for c in COW_CONFIGS if _cow_available(c)]
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for repeat in range(1 if quick else repeats):
+        for config in configs:
+            runs.setdefault(config, []).append(_cow_run(config, n, timeout=900))
+        print(f"repeat {repeat + 1} done", file=sys.stderr, flush=True)
+    good = {c: [r for r in rs if "error" not in r] for c, rs in runs.items()}
+    base_runs = good.get("nw0") or []
+    base = statistics.median(r["base_pss"] for r in base_runs) if base_runs else None
+    torch_runs = good.get("torch") or []
+    torch_rate = (
+        statistics.median(r["samples"] / r["seconds"] for r in torch_runs) if torch_runs else None
+    )
+    print(f"{n:,} records, batch {COW_BATCH}, {COW_WORKERS} workers, shuffled, one epoch")
+    print(
+        "| loader | samples/s | x torch | PSS before (MB) | peak PSS (MB) | growth (MB) "
+        "| growth / nw0 PSS | every sample once | first batch equal |"
+    )
+    print("|" + "---|" * 9)
+    for config in configs:
+        if not good[config]:
+            print(f"| {config} | n/a ({runs[config][0].get('error')}) | | | | | | | |")
+            continue
+        rs = good[config]
+        rate = statistics.median(r["samples"] / r["seconds"] for r in rs)
+        before = statistics.median(r["base_pss"] for r in rs)
+        peak = statistics.median(r["peak_pss"] for r in rs)
+        growth = max(0.0, peak - before)
+        ratio = f"{growth / base:.3f}" if base else ""
+        versus = f"{rate / torch_rate:.2f}" if torch_rate else ""
+        once = all(r["exactly_once"] for r in rs)
+        first = all(r["first_batch_equal"] for r in rs)
+        print(
+            f"| {config} | {rate:,.0f} | {versus} | {before / 1e6:,.0f} | {peak / 1e6:,.0f} | "
+            f"{growth / 1e6:,.0f} | {ratio} | {'yes' if once else 'NO'} | "
+            f"{'yes' if first else 'NO'} |"
+        )
 
 
 if __name__ == "__main__":

@@ -1,11 +1,14 @@
 """stoker.data: the torch.utils.data API, NumPy-first and torch-free.
 
 Datasets, samplers, collation and a :class:`DataLoader` with worker processes or threads. Code
-written for ``torch.utils.data`` runs after changing only the import.
+written for ``torch.utils.data`` runs after changing only the import. Compact containers
+(:func:`compact`, :class:`StringSequence`, :class:`BytesSequence`, :class:`RecordSequence`) hold
+millions of records in a few NumPy buffers that workers share without copying.
 """
 
 from stoker._public import fixup_module_metadata
 from stoker.data._collate import collate, default_collate, default_collate_fn_map, default_convert
+from stoker.data._compact import BytesSequence, StringSequence
 from stoker.data._dataset import (
     ChainDataset,
     ConcatDataset,
@@ -17,7 +20,9 @@ from stoker.data._dataset import (
 )
 from stoker.data._distributed import DistributedSampler, ShardInfo, get_shard_info
 from stoker.data._loader import DataLoader
+from stoker.data._memory import DatasetCopyWarning
 from stoker.data._merge import merge_states
+from stoker.data._records import RecordSequence, compact
 from stoker.data._sample_rng import sample_rng
 from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
@@ -27,25 +32,30 @@ from stoker.data._workers import SharedMemoryFullError, WorkerInfo, get_worker_i
 
 __all__ = [
     "BatchSampler",
+    "BytesSequence",
     "ChainDataset",
     "ConcatDataset",
     "DataLoader",
     "Dataset",
+    "DatasetCopyWarning",
     "DistributedSampler",
     "IterableDataset",
     "RandomSampler",
+    "RecordSequence",
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
     "ShardedIterableDataset",
     "SharedMemoryFullError",
     "StackDataset",
+    "StringSequence",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
     "WorkerInfo",
     "collate",
+    "compact",
     "default_collate",
     "default_collate_fn_map",
     "default_convert",

@@ -150,6 +150,7 @@ class WorkerIter(LoaderIter):
             raise
         self._stats.start_seconds += time.perf_counter() - started
         self._stats.attach(self._pool)
+        self._stats.memory.attach(None if plan.worker_type == "thread" else self._pool.pids)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
         self._start_epoch()
 
@@ -303,6 +304,7 @@ class WorkerIter(LoaderIter):
                 )
         self._apply_pending_state(worker_id)
         self._stats.batches_served += 1
+        self._stats.memory.on_batch(worker_id, stacklevel=4)  # the caller of next(iterator)
         self._dispatch()
         if status is FAILED:
             payload.reraise()

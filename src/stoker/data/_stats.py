@@ -3,12 +3,15 @@
 Each DataLoader owns one :class:`LoaderStats`; its worker iterators add to it as they run:
 batches yielded, seconds the main process spent waiting for replies, seconds each worker spent
 fetching and collating, seconds spent starting workers, and the bytes that came back through
-pipes and through shared-memory slabs. :meth:`LoaderStats.snapshot` returns a plain dict.
+pipes and through shared-memory slabs; and the private memory of its process workers
+(:class:`~stoker.data._memory.WorkerMemory`). :meth:`LoaderStats.snapshot` returns a plain dict.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
+
+from stoker.data._memory import WorkerMemory
 
 __all__ = ["LoaderStats"]
 
@@ -36,6 +39,7 @@ class LoaderStats:
         self._pools: list[_Counted] = []
         self._bytes_inline_done = 0
         self._bytes_in_slabs_done = 0
+        self.memory = WorkerMemory()
 
     def add_busy(self, worker_id: int, seconds: float) -> None:
         """Add ``seconds`` of work to worker ``worker_id``."""
@@ -55,7 +59,11 @@ class LoaderStats:
         Keys: ``batches_served``, ``main_wait_seconds``, ``worker_busy_seconds`` (a dict by
         worker id), ``worker_start_seconds``, ``bytes_inline`` (pickled bytes through pipes),
         ``bytes_in_slabs`` (array bytes through shared memory), ``bytes_moved`` (their sum)
-        and ``slabs_in_use`` (slabs whose batch is still alive in the main process).
+        and ``slabs_in_use`` (slabs whose batch is still alive in the main process); and the
+        private memory (USS, bytes) of the current process workers: ``worker_uss_start`` (at
+        each worker's first batch), ``worker_uss`` (latest reading, at most a second old),
+        ``worker_uss_growth`` (by worker id; None where unknown) and
+        ``worker_uss_growth_total`` (None without process workers or ``/proc``).
         """
         inline = self._bytes_inline_done + sum(pool.bytes_inline for pool in self._pools)
         slabs = self._bytes_in_slabs_done + sum(pool.bytes_in_slabs for pool in self._pools)
@@ -68,4 +76,5 @@ class LoaderStats:
             "bytes_in_slabs": slabs,
             "bytes_moved": inline + slabs,
             "slabs_in_use": sum(pool.slabs_in_use for pool in self._pools),
+            **self.memory.snapshot(),
         }

@@ -4,9 +4,9 @@ The package holds the protocol (:mod:`.protocol`: setup, tasks, commands, replie
 the one worker loop (:mod:`.loop`), a worker's identity and seeds (:mod:`.info`), the process
 host and pool (:mod:`.process`), the thread host and pool (:mod:`.threads`), the pool interface
 and its factory (:mod:`.pool`), the task pipe (:mod:`.taskpipe`), the parent watchdog
-(:mod:`.watchdog`), shared-memory slabs and segments (:mod:`.slabs`, :mod:`.shm`) and every time
-limit (:mod:`.timeouts`). Modules outside the package import from here only; docs/design/
-data_loader.md tours it.
+(:mod:`.watchdog`), shared-memory slabs and segments (:mod:`.slabs`, :mod:`.shm`), the compact
+containers' shared buffers (:mod:`.shared_arrays`) and every time limit (:mod:`.timeouts`).
+Modules outside the package import from here only; docs/design/data_loader.md tours it.
 """
 
 from stoker.data._workers.info import WorkerInfo, get_worker_info
@@ -24,6 +24,7 @@ from stoker.data._workers.protocol import (
     Task,
     WorkerSetup,
 )
+from stoker.data._workers.shared_arrays import SharedArrays, register_shared
 from stoker.data._workers.shm import SharedMemoryFullError
 from stoker.data._workers.timeouts import CHECK_INTERVAL
 
@@ -37,6 +38,7 @@ __all__ = [
     "RESET_DONE",
     "Meta",
     "Reply",
+    "SharedArrays",
     "SharedMemoryFullError",
     "Status",
     "Task",
@@ -44,5 +46,6 @@ __all__ = [
     "WorkerPool",
     "WorkerSetup",
     "get_worker_info",
+    "register_shared",
     "start_pool",
 ]

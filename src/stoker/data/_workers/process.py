@@ -66,7 +66,8 @@ from stoker.data._workers.info import (
 )
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import STOP, Command, Reply, Task, WorkerSetup
-from stoker.data._workers.shm import sweep_orphans, unlink_segments
+from stoker.data._workers.shared_arrays import serves_every_process
+from stoker.data._workers.shm import sweep_orphans, unlink_owned, unlink_segments
 from stoker.data._workers.slabs import SlabReader, SlabWriter
 from stoker.data._workers.taskpipe import TaskPipe, grow_pipe
 from stoker.data._workers.timeouts import (
@@ -191,6 +192,8 @@ def process_main(
     finally:
         host.slabs.close()
         unlink_segments(main_pid, os.getpid())
+        if not host.parent_alive():
+            unlink_owned(main_pid)  # the main process's shared containers: nobody's now
         result_conn.close()
         task_conn.close()
 
@@ -213,6 +216,10 @@ def _refuse(obj: object) -> Any:
     raise _PerProcess(type(obj).__name__)
 
 
+def _one_process(cls: type) -> bool:
+    return not serves_every_process(cls)
+
+
 class _OncePickler(ForkingPickler):
     """ForkingPickler that stops at an object whose reduction is made for one process.
 
@@ -220,14 +227,15 @@ class _OncePickler(ForkingPickler):
     torch's tensors and storages, connections, sockets) hands the receiving process a file
     descriptor that can be received once, so such a pickle cannot serve every worker. The
     pickler stops before reducing it (which would share a storage and open a descriptor for
-    nobody).
+    nobody). stoker's compact containers are registered too, but their pickle (a segment name)
+    serves every process, so they pickle here as usual.
     """
 
     def __init__(self, file: io.BytesIO) -> None:
         super().__init__(file, pickle.HIGHEST_PROTOCOL)
         registered: dict[type, Any] = getattr(ForkingPickler, "_extra_reducers", {})
         table = dict(self.dispatch_table)
-        table.update(dict.fromkeys(registered, _refuse))
+        table.update(dict.fromkeys(filter(_one_process, registered), _refuse))
         self.dispatch_table = table
 
 

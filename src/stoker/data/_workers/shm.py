@@ -12,6 +12,14 @@ cover that window: the worker unlinks its own names when it exits (:func:`unlink
 the main process unlinks a dead or stopped worker's names, and every new pool removes names
 whose main and worker processes are both gone (:func:`sweep_orphans`), which covers both being
 killed at once.
+
+A process may also *own* segments that outlive a single map: the shared buffers of
+``stoker.data``'s compact containers (:mod:`stoker.data._workers.shared_arrays`), named
+``stoker-data-<owner pid>-<owner pid>-<serial>`` (the owner in both places, so the sweep's rule
+applies as it is). Every process that receives one maps it without unlinking it
+(``map_segment(..., keep_name=True)``); the owner unlinks the name when the container is freed
+or the owner exits, a worker that finds its main process gone unlinks the main process's owned
+names too (:func:`unlink_owned`), and the sweep removes the names of an owner that was killed.
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ __all__ = [
     "segment_name",
     "shm_free_bytes",
     "sweep_orphans",
+    "unlink_owned",
     "unlink_segments",
 ]
 
@@ -105,16 +114,25 @@ def create_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
         os.close(fd)
 
 
-def map_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
-    """Map the existing segment ``name`` and unlink its name (the mapping keeps the memory)."""
+def map_segment(
+    name: str, size: int, directory: str = SHM_DIR, *, keep_name: bool = False
+) -> mmap.mmap:
+    """Map the existing segment ``name`` and unlink its name (the mapping keeps the memory).
+
+    With ``keep_name=True`` the segment is mapped read-only and its name stays: an owned
+    segment, which other processes may still map (see the module docstring).
+    """
     path = os.path.join(directory, name)
-    fd = os.open(path, os.O_RDWR)
+    fd = os.open(path, os.O_RDONLY if keep_name else os.O_RDWR)
     try:
+        if keep_name:
+            return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         mapping = mmap.mmap(fd, size)
     finally:
         os.close(fd)
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
+        if not keep_name:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(path)
     return mapping
 
 
@@ -138,6 +156,15 @@ def unlink_segments(main_pid: int, worker_pid: int | None = None, directory: str
                 os.unlink(os.path.join(directory, entry))
                 removed += 1
     return removed
+
+
+def unlink_owned(owner_pid: int, directory: str = SHM_DIR) -> int:
+    """Unlink the names of the segments ``owner_pid`` owns (see the module docstring).
+
+    Returns:
+        How many names were removed.
+    """
+    return unlink_segments(owner_pid, owner_pid, directory)
 
 
 def process_alive(pid: int) -> bool:

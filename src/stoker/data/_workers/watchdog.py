@@ -6,7 +6,8 @@ wakes every :data:`~stoker.data._workers.timeouts.PARENT_CHECK_INTERVAL` seconds
 its pipe, so without help it would live on, with its shared-memory names, until that call
 returned. :func:`start_watchdog` covers that case: a daemon thread in the worker makes the same
 check as often, and once the main process is gone it unlinks the worker's segment names
-(:func:`~stoker.data._workers.shm.unlink_segments`) and ends the process at once with
+(:func:`~stoker.data._workers.shm.unlink_segments`) and the names of the main process's shared
+containers (:func:`~stoker.data._workers.shm.unlink_owned`) and ends the process at once with
 ``os._exit(PARENT_GONE_EXIT)``. The thread needs the GIL for a moment per check, so a call that
 holds the GIL throughout (rare: ``time.sleep``, I/O and most NumPy work release it) delays it.
 A segment the worker's main thread creates between that unlink and the exit is removed by the
@@ -25,7 +26,7 @@ import os
 import threading
 import time
 
-from stoker.data._workers.shm import SHM_DIR, process_alive, unlink_segments
+from stoker.data._workers.shm import SHM_DIR, process_alive, unlink_owned, unlink_segments
 from stoker.data._workers.timeouts import PARENT_CHECK_INTERVAL
 
 __all__ = ["PARENT_GONE_EXIT", "parent_alive", "start_watchdog"]
@@ -53,6 +54,7 @@ def _watch(main_pid: int, parent_pid: int, interval: float, directory: str) -> N
     while parent_alive(main_pid, parent_pid):
         time.sleep(interval)
     unlink_segments(main_pid, os.getpid(), directory)
+    unlink_owned(main_pid, directory)  # the main process's shared containers: nobody's now
     os._exit(PARENT_GONE_EXIT)
 
 

@@ -9,7 +9,9 @@ torch's global generator exactly as torch does, so a program seeded with ``torch
 gets the batches, worker seeds and random stream it gets from torch. stoker's additions:
 thread workers (``worker_type="thread"``), ``state_dict()`` / ``load_state_dict()``,
 ``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`,
-:func:`merge_states` and :class:`ShardedIterableDataset` (elastic resume).
+:func:`merge_states` and :class:`ShardedIterableDataset` (elastic resume), the compact
+containers (:func:`compact`, :class:`StringSequence`, :class:`BytesSequence`,
+:class:`RecordSequence`) and :class:`DatasetCopyWarning`.
 
 A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumPy batches, and
 no torch.
@@ -42,10 +44,15 @@ from torch.utils.data import (
 
 from stoker._public import fixup_module_metadata
 from stoker.data import (
+    BytesSequence,
+    DatasetCopyWarning,
+    RecordSequence,
     ShardedIterableDataset,
     ShardInfo,
     SharedMemoryFullError,
+    StringSequence,
     WorkerInfo,
+    compact,
     get_shard_info,
     merge_states,
     sample_rng,
@@ -62,29 +69,34 @@ from stoker.torch.data._samplers import (
 
 __all__ = [
     "BatchSampler",
+    "BytesSequence",
     "ChainDataset",
     "ConcatDataset",
     "DFIterDataPipe",
     "DataChunk",
     "DataLoader",
     "Dataset",
+    "DatasetCopyWarning",
     "DistributedSampler",
     "IterDataPipe",
     "IterableDataset",
     "MapDataPipe",
     "RandomSampler",
+    "RecordSequence",
     "Sampler",
     "SequentialSampler",
     "ShardInfo",
     "ShardedIterableDataset",
     "SharedMemoryFullError",
     "StackDataset",
+    "StringSequence",
     "Subset",
     "SubsetRandomSampler",
     "TensorDataset",
     "WeightedRandomSampler",
     "WorkerInfo",
     "argument_validation",
+    "compact",
     "default_collate",
     "default_convert",
     "functional_datapipe",

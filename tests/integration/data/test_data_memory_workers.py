@@ -1,0 +1,116 @@
+"""Workers' private memory in loader.stats(), and the one DatasetCopyWarning when copies grow."""
+
+from __future__ import annotations
+
+import time
+import warnings
+from typing import Any
+
+import pytest
+from data_compact_helpers import Rows
+
+import stoker.data as sd
+from stoker.data import _memory
+
+pytestmark = pytest.mark.slow
+
+KEYS = ("worker_uss_start", "worker_uss", "worker_uss_growth", "worker_uss_growth_total")
+
+
+def _records(n: int) -> list[dict[str, Any]]:
+    return [{"id": i, "label": i % 7, "score": i / 4, "name": f"n{i}"} for i in range(n)]
+
+
+def _epochs(data: Any, seconds: float) -> tuple[sd.DataLoader[Any], list[Any]]:
+    """Read ``data`` with 2 persistent fork workers, epoch after epoch, for at least ``seconds``
+    (memory is read at most once a second); return the loader and the warnings."""
+    loader = sd.DataLoader(
+        Rows(data),
+        batch_size=512,
+        num_workers=2,
+        multiprocessing_context="fork",
+        persistent_workers=True,
+    )
+    deadline = time.monotonic() + seconds
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        while time.monotonic() < deadline:
+            for batch in loader:
+                del batch
+    return loader, caught
+
+
+def test_stats_report_each_process_workers_private_memory() -> None:
+    """Process workers: USS at the first batch, now, and the growth (now minus start), by id."""
+    loader, _ = _epochs(list(range(20_000)), 0.01)
+    stats = loader.stats()
+    loader.close()
+    assert set(stats["worker_uss_start"]) == {0, 1}
+    for worker_id in (0, 1):
+        start, now = stats["worker_uss_start"][worker_id], stats["worker_uss"][worker_id]
+        assert 0 < start <= 2**30
+        assert stats["worker_uss_growth"][worker_id] == now - start
+    assert stats["worker_uss_growth_total"] == sum(stats["worker_uss_growth"].values())
+
+
+@pytest.mark.parametrize(
+    "kwargs", [{"num_workers": 0}, {"num_workers": 2, "worker_type": "thread"}]
+)
+def test_stats_without_process_workers_report_nothing(kwargs: dict[str, Any]) -> None:
+    """In-process loading and thread workers have no worker process to measure."""
+    loader = sd.DataLoader(list(range(100)), batch_size=10, **kwargs)
+    assert len(list(loader)) == 10
+    stats = loader.stats()
+    assert [stats[key] for key in KEYS] == [{}, {}, {}, None]
+
+
+def test_one_warning_names_the_cause_and_the_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fork workers reading a plain list of dicts grow past a lowered threshold: one warning,
+    from the loop's line, naming copy-on-write, the containers and thread workers."""
+    monkeypatch.setenv(_memory.WARN_ENV, "8")
+    loader, caught = _epochs(_records(200_000), 2.5)
+    loader.close()
+    copies = [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)]
+    assert len(copies) == 1, [str(w.message) for w in caught]
+    text = str(copies[0].message)
+    for words in (
+        "copy-on-write",
+        "reference count",
+        "stoker.data.compact",
+        "RecordSequence",
+        "worker_type='thread'",
+        "STOKER_DATA_COPY_WARN_MIB=0",
+    ):
+        assert words in text
+    assert copies[0].filename == __file__
+    assert issubclass(sd.DatasetCopyWarning, UserWarning)
+    assert loader.stats()["worker_uss_growth_total"] > 8 * 2**20
+
+
+def test_containers_do_not_warn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same records in a RecordSequence stay under the same threshold: no warning."""
+    monkeypatch.setenv(_memory.WARN_ENV, "8")
+    loader, caught = _epochs(sd.RecordSequence(_records(200_000)), 2.5)
+    loader.close()
+    assert caught == []
+    assert loader.stats()["worker_uss_growth_total"] < 8 * 2**20
+
+
+def test_without_proc_figures_are_none_and_it_never_warns(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where /proc cannot be read, every figure is None and no warning comes."""
+    monkeypatch.setenv(_memory.WARN_ENV, "1")
+    monkeypatch.setattr(_memory, "private_bytes", lambda pid: None)
+    loader, caught = _epochs(_records(50_000), 1.5)
+    loader.close()
+    assert caught == []
+    stats = loader.stats()
+    assert stats["worker_uss_start"] == {0: None, 1: None}
+    assert stats["worker_uss_growth_total"] is None
+
+
+def test_bad_threshold_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A threshold that is not a number of MiB raises ValueError naming the variable."""
+    monkeypatch.setenv(_memory.WARN_ENV, "lots")
+    loader = sd.DataLoader(list(range(10)), num_workers=1, multiprocessing_context="fork")
+    with pytest.raises(ValueError, match="STOKER_DATA_COPY_WARN_MIB must be an int, got 'lots'"):
+        list(loader)
