@@ -17,11 +17,11 @@ import os
 import sys
 import time
 from collections.abc import Iterator
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from data_gloo_helpers import join_gloo
 
 from stoker.data import (
     DataLoader,
@@ -161,19 +161,6 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 }
 
 
-def _group(port: int, rank: int, world: int) -> Any:
-    import torch.distributed as dist
-
-    dist.init_process_group(
-        "gloo",
-        init_method=f"tcp://127.0.0.1:{port}",
-        rank=rank,
-        world_size=world,
-        timeout=timedelta(seconds=60),
-    )
-    return dist
-
-
 def _gather(dist: Any, value: Any, world: int) -> list[Any]:
     gathered: list[Any] = [None] * world
     dist.all_gather_object(gathered, value)
@@ -208,7 +195,7 @@ def main(name: str, rank: int, ports: list[int], out: str) -> None:
     for number, (world, count) in enumerate(phases):
         if rank >= world:
             continue
-        dist = _group(ports[number], rank, world)
+        dist = join_gloo(ports[number], rank, world, seconds=60)
         if number:  # a later phase may run with another number of workers
             spec = dict(spec, workers=scenario["spec"].get("later_workers", spec["workers"]))
         loader = rank_loader(spec, None, None)  # rank and world size from the process group

@@ -38,19 +38,25 @@ def _stream(stream: Stream) -> list[int]:
     return [int(x) for batch in loader for x in batch]
 
 
+def join_gloo(port: int, rank: int, world: int, seconds: float) -> Any:
+    """Join a gloo process group on 127.0.0.1:``port``; return ``torch.distributed``."""
+    import torch.distributed as dist
+
+    dist.init_process_group(
+        "gloo",
+        init_method=f"tcp://127.0.0.1:{port}",
+        rank=rank,
+        world_size=world,
+        timeout=timedelta(seconds=seconds),
+    )
+    return dist
+
+
 def main(mode: str, rank: int, world: int, port: int, out: str) -> None:
     """Run one rank and write its observations to ``out``."""
     result: dict[str, Any] = {}
     if mode == "torch":
-        import torch.distributed as dist
-
-        dist.init_process_group(
-            "gloo",
-            init_method=f"tcp://127.0.0.1:{port}",
-            rank=rank,
-            world_size=world,
-            timeout=timedelta(seconds=30),
-        )
+        dist = join_gloo(port, rank, world, seconds=30)
         sampler = DistributedSampler(Augmented(N), seed=5)
         result["epochs"] = _epochs(sampler)
         # the dataset captures rank and world size in the main process for its workers
