@@ -178,3 +178,16 @@ def test_masked_crc32c_many_equals_one_at_a_time(payloads: list[bytes], repeat: 
     for block in blocks:
         expected = [masked_crc32c(block.data(i)) for i in range(len(block))]
         assert masked_crc32c_many(block).tolist() == expected
+
+
+def test_masked_crc32c_many_with_many_distinct_lengths() -> None:
+    """Fifty lengths, each met ten times in shuffled order (more lengths than are grouped one
+    pass per length), checksum exactly as one at a time."""
+    import random
+
+    payloads = [bytes([length % 251]) * length for length in range(50) for _ in range(10)]
+    random.Random(0).shuffle(payloads)
+    (block,) = scan_blocks(frame_many(payloads)).blocks
+    expected = [masked_crc32c(block.data(i)) for i in range(len(block))]
+    assert masked_crc32c_many(block).tolist() == expected
+    assert [block.data(i) for i in range(len(block))] == payloads

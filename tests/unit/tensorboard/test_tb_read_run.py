@@ -146,3 +146,20 @@ def test_scalars_read_in_blocks_equal_scalars_read_event_by_event(
     assert sorted(in_blocks) == ["accuracy", "loss", "lr"]
     loss_steps = [point[0] for point in in_blocks["loss"]]
     assert len(loss_steps) == 2000 + 2000 // 97 + 1 + 600
+
+
+def test_scalars_among_mostly_other_events_keep_their_order(tmp_path: Path) -> None:
+    """In a block that is mostly histograms, each scalar the block decoder found is taken in
+    file order between them, equal to EventAccumulator's points."""
+    rng = np.random.default_rng(3)
+    with SummaryWriter(str(tmp_path), max_queue=10_000) as writer:
+        for step in range(300):
+            writer.add_histogram("w", rng.normal(size=20), step)
+            writer.add_histogram("b", rng.normal(size=20), step)
+            writer.add_scalar("loss", rng.normal(), step)
+    reader = Reader(tmp_path)
+    expected = accumulate(tmp_path).Scalars("loss")
+    series = reader.scalars("loss")
+    assert series.step.tolist() == [e.step for e in expected] == list(range(300))
+    assert series.value.tolist() == [e.value for e in expected]
+    assert [h.step for h in reader.histograms("w")] == list(range(300))

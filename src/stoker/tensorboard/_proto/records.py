@@ -288,7 +288,7 @@ def group_by_length(
     order = np.argsort(lengths, kind="stable")
     ordered = lengths[order]
     bounds = np.flatnonzero(np.diff(ordered)) + 1
-    return [(int(ordered[rows[0]]), rows) for rows in np.split(order, bounds)]
+    return [(int(lengths[rows[0]]), rows) for rows in np.split(order, bounds)]
 
 
 def gather_rows(

@@ -41,7 +41,8 @@ Caught = list[tuple[type[Warning], str]]
 def worker_count(workers: int | None, runs: list[RunData]) -> int:
     """How many processes read ``runs``: ``workers``, or for ``None`` one per core (at most
     eight) when they hold :data:`PARALLEL_MIN_BYTES` or more, else 1."""
-    if len(runs) < 2 or threading.active_count() > 1 or "fork" not in _start_methods():
+    forkable = "fork" in multiprocessing.get_all_start_methods()
+    if len(runs) < 2 or threading.active_count() > 1 or not forkable:
         return 1
     if any(is_url(path) for run in runs for path in run.files):
         return 1  # a store's client (fsspec) may hold threads and sockets: not forked
@@ -62,10 +63,6 @@ def pending_bytes(runs: list[RunData]) -> int:
             except OSError:
                 continue
     return total
-
-
-def _start_methods() -> list[str]:
-    return multiprocessing.get_all_start_methods()
 
 
 def _load(runs: list[RunData]) -> list[tuple[RunData, int, Caught]]:

@@ -137,13 +137,24 @@ class RunData:
         hits = self._fast.match_block(block)
         others = np.flatnonzero(~hits.hit)
         if others.size * _ONE_BY_ONE > len(block):
-            for offset, data in block.records():
-                self._ingest_one(path, offset, data)
+            rows = zip(
+                hits.hit.tolist(),
+                hits.tag.tolist(),
+                hits.step.tolist(),
+                hits.wall_time.tolist(),
+                hits.value.tolist(),
+                strict=True,
+            )
+            for row, (hit, tag, step, wall_time, value) in enumerate(rows):
+                if hit:
+                    self._add_scalar(hits.tags[tag], step, wall_time, value)
+                else:
+                    self._ingest_event(path, block.offset(row), block.data(row))
             return
         begin = 0
         for index in others.tolist():
             self._add_scalar_run(hits, begin, index)
-            self._ingest_one(path, block.offset(index), block.data(index))
+            self._ingest_event(path, block.offset(index), block.data(index))
             begin = index + 1
         self._add_scalar_run(hits, begin, len(block))
 
@@ -162,11 +173,8 @@ class RunData:
             column[1].frombytes(walls[mine].astype(np.float64).tobytes())
             column[2].frombytes(values[mine].astype(np.float64).tobytes())
 
-    def _ingest_one(self, path: str, offset: int, data: bytes) -> None:
-        hit = self._fast.match(data)
-        if hit is not None:
-            self._add_scalar(*hit)
-            return
+    def _ingest_event(self, path: str, offset: int, data: bytes) -> None:
+        """Take one event that is not a plain scalar (the block decoder tried it already)."""
         try:
             event = parse_event(data)
             values = parse_summary(event.payload) if event.what == "summary" else []
