@@ -23,6 +23,8 @@ from typing import Any, TextIO
 
 import numpy as np
 
+from stoker._system import usable_cpu_count
+
 __all__ = ["COLUMNS", "PARALLEL_ROWS", "write_csv", "write_parquet"]
 
 COLUMNS = ("run", "tag", "step", "wall_time", "value")
@@ -139,7 +141,7 @@ def write_csv(
     edges = _segments(table["run"], table["tag"])
     total = edges[-1]
     if processes is None:
-        can_fork = hasattr(os, "fork") and (os.cpu_count() or 1) > 1
+        can_fork = hasattr(os, "fork") and (usable_cpu_count() or 1) > 1
         processes = 2 if can_fork and total >= PARALLEL_ROWS else 1
     if processes == 2 and total >= 2:
         stream.flush()

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, 
 
 from stoker import _torch
 from stoker._checks import check_int
+from stoker._system import usable_cpu_count
 from stoker.data._collate import default_collate, default_convert, map_arrays
 from stoker.data._dataset import IterableDataset
 from stoker.data._errors import short_repr
@@ -49,7 +50,7 @@ if TYPE_CHECKING:
 else:
     T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["DataLoader", "LoaderDefaults", "usable_cpu_count"]
+__all__ = ["DataLoader", "LoaderDefaults"]
 
 _FROZEN = frozenset(
     ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
@@ -83,17 +84,6 @@ class LoaderDefaults(NamedTuple):
     batch: Callable[..., Any]
     collate: Callable[[Any], Any]
     convert: Callable[[Any], Any]
-
-
-def usable_cpu_count() -> int | None:
-    """Return how many CPUs this process may run on (its affinity), or None when unknown."""
-    affinity = getattr(os, "sched_getaffinity", None)
-    if affinity is not None:
-        try:
-            return len(affinity(0))
-        except OSError:
-            pass
-    return os.cpu_count()
 
 
 def _tensors(batch: Any) -> Any:

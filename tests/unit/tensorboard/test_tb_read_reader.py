@@ -313,3 +313,23 @@ def test_bad_worker_counts_are_refused(tmp_path: Path, workers: Any) -> None:
         writer.add_scalar("loss", 1.0, 0)
     with pytest.raises(ValueError, match=f"workers must be an int >= 1 or None.*{workers!r}"):
         Reader(tmp_path, workers=workers)
+
+
+def test_worker_count_follows_the_usable_cpus_where_affinity_is_unknown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Without os.sched_getaffinity (macOS), a large log dir gets one worker per CPU; a small
+    one, or a single run, is read in-process."""
+    from stoker.tensorboard._read import parallel
+    from stoker.tensorboard._read.run import RunData
+
+    monkeypatch.delattr(os, "sched_getaffinity", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 3)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    runs = [RunData(f"run{index}") for index in range(5)]
+    monkeypatch.setattr(parallel, "pending_bytes", lambda runs: parallel.PARALLEL_MIN_BYTES)
+    assert parallel.worker_count(None, runs) == 3
+    assert parallel.worker_count(None, runs[:1]) == 1
+    assert parallel.worker_count(2, runs) == 2
+    monkeypatch.setattr(parallel, "pending_bytes", lambda runs: parallel.PARALLEL_MIN_BYTES - 1)
+    assert parallel.worker_count(None, runs) == 1

@@ -21,6 +21,7 @@ import warnings
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 
+from stoker._system import usable_cpu_count
 from stoker.tensorboard._read.run import RunData
 from stoker.tensorboard._remote import is_url
 
@@ -50,7 +51,7 @@ def worker_count(workers: int | None, runs: list[RunData]) -> int:
         return min(workers, len(runs))
     if pending_bytes(runs) < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(len(os.sched_getaffinity(0)), _MAX_WORKERS, len(runs)))
+    return max(1, min(usable_cpu_count() or 1, _MAX_WORKERS, len(runs)))
 
 
 def pending_bytes(runs: list[RunData]) -> int:
