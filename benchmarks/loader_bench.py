@@ -669,7 +669,10 @@ def _crop_box(rng: np.random.Generator, width: int, height: int) -> tuple[int, i
 
 
 def jpeg_sample(root: str, index: int) -> tuple[Any, int]:
-    """Decode JPEG ``index``, random-resized crop to 224, flip, normalise to float32 CHW."""
+    """Decode JPEG ``index``, random-resized crop to 224, flip, normalise to float32 CHW.
+
+    The result is C-contiguous, as torchvision's ``ToTensor`` and ``Normalize`` give it, so a
+    batch stacked with ``np.stack`` (the plain loop) has the layout every loader delivers."""
     from PIL import Image
 
     import stoker.data as sd
@@ -681,7 +684,7 @@ def jpeg_sample(root: str, index: int) -> tuple[Any, int]:
         crop = image.resize((JPEG_CROP, JPEG_CROP), Image.Resampling.BILINEAR, box=box)
     if rng.random() < 0.5:
         crop = crop.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
-    pixels = np.asarray(crop).transpose(2, 0, 1)
+    pixels = np.ascontiguousarray(np.asarray(crop).transpose(2, 0, 1))  # CHW, as ToTensor
     out = np.multiply(pixels, _SCALE, dtype=np.float32)
     out -= _SHIFT
     return out, int(index)

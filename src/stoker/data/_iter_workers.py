@@ -150,7 +150,10 @@ class WorkerIter(LoaderIter):
             raise
         self._stats.start_seconds += time.perf_counter() - started
         self._stats.attach(self._pool)
-        self._stats.memory.attach(None if plan.worker_type == "thread" else self._pool.pids)
+        if plan.worker_type == "thread":
+            self._stats.memory.attach(None)
+        else:
+            self._stats.memory.attach(self._pool.pids, self._pool.private_slab_bytes)
         self._finalizer = weakref.finalize(self, self._pool.shutdown)
         self._start_epoch()
 

@@ -505,11 +505,13 @@ class DataLoader(Generic[T_co]):
         id), ``worker_start_seconds``, ``bytes_inline``, ``bytes_in_slabs``, ``bytes_moved``
         and ``slabs_in_use``; and each process worker's private memory (USS, in bytes, from
         ``/proc/<pid>/smaps_rollup``): ``worker_uss_start`` (at its first batch),
-        ``worker_uss`` (at most a second old), ``worker_uss_growth`` and
-        ``worker_uss_growth_total``. With ``num_workers=0`` every counter stays at zero and the
-        memory figures are empty (None for the total); without ``/proc`` they are None. When
-        the workers' growth passes ``STOKER_DATA_COPY_WARN_MIB`` (default 256 MiB) the loader
-        warns once with :class:`~stoker.data.DatasetCopyWarning`.
+        ``worker_uss`` (at most a second old), ``worker_uss_growth``,
+        ``worker_uss_growth_total`` and ``worker_slab_bytes`` (the bytes of a worker's
+        shared-memory batch slabs private to it, part of its USS). With ``num_workers=0``
+        every counter stays at zero and the memory figures are empty (None for the total);
+        without ``/proc`` they are None. When the workers' growth beyond their batch slabs
+        passes ``STOKER_DATA_COPY_WARN_MIB`` (default 256 MiB) the loader warns once with
+        :class:`~stoker.data.DatasetCopyWarning`.
         """
         return self._stats.snapshot()
 

@@ -62,8 +62,10 @@ class LoaderStats:
         and ``slabs_in_use`` (slabs whose batch is still alive in the main process); and the
         private memory (USS, bytes) of the current process workers: ``worker_uss_start`` (at
         each worker's first batch), ``worker_uss`` (latest reading, at most a second old),
-        ``worker_uss_growth`` (by worker id; None where unknown) and
-        ``worker_uss_growth_total`` (None without process workers or ``/proc``).
+        ``worker_uss_growth`` (by worker id; None where unknown),
+        ``worker_uss_growth_total`` (None without process workers or ``/proc``) and
+        ``worker_slab_bytes`` (by worker id: batch slabs private to the worker, which the
+        copy warning does not count).
         """
         inline = self._bytes_inline_done + sum(pool.bytes_inline for pool in self._pools)
         slabs = self._bytes_in_slabs_done + sum(pool.bytes_in_slabs for pool in self._pools)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 from typing import Any
 
+import numpy as np
 import pytest
 from data_compact_helpers import Rows
 
@@ -14,20 +16,29 @@ from stoker.data import _memory
 
 pytestmark = pytest.mark.slow
 
-KEYS = ("worker_uss_start", "worker_uss", "worker_uss_growth", "worker_uss_growth_total")
+KEYS = (
+    "worker_uss_start",
+    "worker_uss",
+    "worker_uss_growth",
+    "worker_uss_growth_total",
+    "worker_slab_bytes",
+)
 
 
 def _records(n: int) -> list[dict[str, Any]]:
     return [{"id": i, "label": i % 7, "score": i / 4, "name": f"n{i}"} for i in range(n)]
 
 
-def _epochs(data: Any, seconds: float) -> tuple[sd.DataLoader[Any], list[Any]]:
+def _epochs(
+    data: Any, seconds: float, batch_size: int = 512, prefetch_factor: int = 2
+) -> tuple[sd.DataLoader[Any], list[Any]]:
     """Read ``data`` with 2 persistent fork workers, epoch after epoch, for at least ``seconds``
     (memory is read at most once a second); return the loader and the warnings."""
     loader = sd.DataLoader(
-        Rows(data),
-        batch_size=512,
+        data if isinstance(data, _Images) else Rows(data),
+        batch_size=batch_size,
         num_workers=2,
+        prefetch_factor=prefetch_factor,
         multiprocessing_context="fork",
         persistent_workers=True,
     )
@@ -61,7 +72,7 @@ def test_stats_without_process_workers_report_nothing(kwargs: dict[str, Any]) ->
     loader = sd.DataLoader(list(range(100)), batch_size=10, **kwargs)
     assert len(list(loader)) == 10
     stats = loader.stats()
-    assert [stats[key] for key in KEYS] == [{}, {}, {}, None]
+    assert [stats[key] for key in KEYS] == [{}, {}, {}, None, {}]
 
 
 def test_one_warning_names_the_cause_and_the_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -114,3 +125,56 @@ def test_bad_threshold_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
     loader = sd.DataLoader(list(range(10)), num_workers=1, multiprocessing_context="fork")
     with pytest.raises(ValueError, match="STOKER_DATA_COPY_WARN_MIB must be an int, got 'lots'"):
         list(loader)
+
+
+class _Images:
+    """Sample i: a fresh 1 MiB float32 array (and, with ``records``, the sum of the labels of
+    records 64i to 64i + 63, which a worker reads: copies of their pages)."""
+
+    def __init__(self, n: int, records: list[dict[str, Any]] | None = None) -> None:
+        self.n = n
+        self.records = records
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> Any:
+        image = np.full((256, 1024), index, dtype=np.float32)
+        if self.records is None:
+            return image
+        start = index * 64 % len(self.records)
+        return image, sum(record["label"] for record in self.records[start : start + 64])
+
+
+def _large_epochs(data: Any, seconds: float) -> tuple[sd.DataLoader[Any], list[Any]]:
+    """Batches of 16 MiB through slabs, 2 fork workers 4 batches ahead, for ``seconds``."""
+    return _epochs(data, seconds, batch_size=16, prefetch_factor=4)
+
+
+def test_batch_slabs_are_not_counted_as_copies(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Large batches 4 ahead: the workers' USS grows by their slabs (private to them once the
+    main process drops its pages), past the threshold, with nothing copied; the loader reports
+    those bytes and does not warn."""
+    monkeypatch.setenv(_memory.WARN_ENV, "24")
+    loader, caught = _large_epochs(_Images(512), 2.5)
+    stats = loader.stats()
+    loader.close()
+    assert [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)] == []
+    assert stats["worker_uss_growth_total"] > 24 * 2**20  # it would have warned
+    for worker_id in (0, 1):
+        slabs = stats["worker_slab_bytes"][worker_id]
+        assert 3 * 16 * 2**20 <= slabs <= 8 * 16 * 2**20  # 16 MiB slabs: 4 ahead, and freed
+        assert stats["worker_uss_growth"][worker_id] <= slabs + 16 * 2**20
+
+
+def test_copies_next_to_large_batches_still_warn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same large batches with samples that read a plain list of 300,000 dicts: the copies
+    grow beyond the slabs and the one warning comes, saying how much of the growth was slabs."""
+    monkeypatch.setenv(_memory.WARN_ENV, "24")
+    loader, caught = _large_epochs(_Images(4096, _records(300_000)), 3.0)
+    loader.close()
+    copies = [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)]
+    assert len(copies) == 1, [str(w.message) for w in caught]
+    assert re.search(
+        r"worker 0 \+[\d,]+ MiB of which [\d,]+ MiB batch slabs", str(copies[0].message)
+    )

@@ -424,6 +424,11 @@ class ProcessPool:
         """Bytes of batch arrays received through slabs so far."""
         return sum(reader.bytes_in_slabs for reader in self.readers)
 
+    def private_slab_bytes(self, worker_id: int) -> int:
+        """Bytes of worker ``worker_id``'s slabs private to it (see
+        :meth:`SlabReader.private_slab_bytes`)."""
+        return self.readers[worker_id].private_slab_bytes()
+
     @property
     def slabs_in_use(self) -> int:
         """Slabs whose batch is still alive in this process."""

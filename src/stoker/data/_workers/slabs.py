@@ -32,7 +32,9 @@ array bytes plus an eighth plus 4 KiB, rounded up to 64 KiB. A batch whose array
 sends its overflowing arrays inline this once, and the size becomes what that batch needed plus
 an eighth, rounded up to 64 KiB; smaller slabs are then *retired* as they come back (the reply's
 ``Meta.retired`` tells the main process to drop its mapping). When batches shrink below a
-quarter of the threshold, the worker goes back to sending them inline. The threshold comes from
+quarter of the threshold, the worker goes back to sending them inline. Each new slab size also
+sets how much freed heap the worker keeps for its next batch's samples
+(:func:`~stoker.data._workers.heap.keep_heap`). The threshold comes from
 ``benchmarks/loader_bench.py --transport`` on a 2-core machine.
 """
 
@@ -59,6 +61,7 @@ from stoker.data._collate import (
     default_collate_fn_map,
     stack_arrays,
 )
+from stoker.data._workers.heap import keep_heap
 from stoker.data._workers.protocol import BATCH, Reply
 from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
@@ -288,6 +291,7 @@ class SlabWriter:
             return False
         self.large = True
         self.slab_size = max(self.slab_size, _round_up(size * 9 // 8 + 4096, _GRANULE))
+        keep_heap(self.slab_size)
         return True
 
     def _encode_large(self, reply: Reply) -> bytes | memoryview:
@@ -303,6 +307,7 @@ class SlabWriter:
         needed = int(self._needed * self._share)
         if needed > self.slab_size:
             self.slab_size = _round_up(needed * 9 // 8, _GRANULE)
+            keep_heap(self.slab_size)
         elif needed * 4 < self.threshold:
             self.large = False
         return buffer.getbuffer()
@@ -341,6 +346,16 @@ class SlabReader:
             # the worker writes this slab next: this process's pages of it need not stay
             # resident (the data stays in the segment; reading it again maps them back)
             known[0].madvise(mmap.MADV_DONTNEED)
+
+    def private_slab_bytes(self) -> int:
+        """Bytes of the worker's slabs that are private to it: every slab it has sent (all are
+        mapped here) but those holding a batch alive in this process. A freed slab's pages
+        here are dropped, so its memory counts in the worker's USS, not as a copy."""
+        return sum(
+            len(mapping)
+            for slab_id, (mapping, _) in self._mappings.items()
+            if slab_id not in self.in_use
+        )
 
     def take_released(self) -> tuple[int, ...]:
         """Return and forget the ids of slabs freed since the last call."""

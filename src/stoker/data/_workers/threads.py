@@ -177,6 +177,10 @@ class ThreadPool:
                 replies.append((worker_id, reply))
         return replies, dead
 
+    def private_slab_bytes(self, worker_id: int) -> int:
+        """No slabs: threads hand batches over as objects."""
+        return 0
+
     def describe(self, worker_id: int) -> str:
         """Name a worker thread and say how it ended."""
         thread = self.threads[worker_id]
