@@ -248,15 +248,19 @@ class UnevenStream(IterableDataset[int]):
 
 
 class CountingDataset(RangeDataset):
-    """Counts every fetch in a shared multiprocessing counter."""
+    """Counts every fetch in a shared multiprocessing counter; with ``nbytes``, sample i is
+    ``nbytes`` bytes of ``i % 256`` instead."""
 
-    def __init__(self, n: int, counter: Any) -> None:
+    def __init__(self, n: int, counter: Any, nbytes: int = 0) -> None:
         super().__init__(n)
         self.counter = counter
+        self.nbytes = nbytes
 
     def __getitem__(self, index: int) -> Any:
         with self.counter.get_lock():
             self.counter.value += 1
+        if self.nbytes:
+            return np.full(self.nbytes, index % 256, dtype=np.uint8)
         return super().__getitem__(index)
 
 

@@ -275,8 +275,8 @@ def stack_arrays(batch: Sequence[Any], out: np.ndarray[Any, Any] | None = None) 
     if isinstance(first, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(first.dtype.str) is not None:
         raise TypeError(_unsupported_dtype(first.dtype))
     types = _types_of(batch)
-    if out is None and _RAGGED_RAISES and type(first) is np.ndarray:
-        fast = _stack_plain(batch, first.dtype, types)
+    if _RAGGED_RAISES and type(first) is np.ndarray:
+        fast = _stack_plain(batch, first.dtype, types, out)
         if fast is not None:
             return fast
     if types != _PLAIN:
@@ -306,21 +306,48 @@ def _check_array_likes(batch: Sequence[Any]) -> None:
             raise _mixed_types(RuntimeError, f"Could not infer dtype of {name}", batch)
 
 
-def _stack_plain(batch: Sequence[Any], dtype: np.dtype[Any], types: frozenset[type]) -> Any:
-    """Stack plain arrays of one native numeric dtype with ``np.array``; None: not that case.
+def _stack_plain(
+    batch: Sequence[Any],
+    dtype: np.dtype[Any],
+    types: frozenset[type],
+    out: np.ndarray[Any, Any] | None = None,
+) -> Any:
+    """Stack plain arrays of one native numeric dtype in one C call; None: not that case.
 
-    ``np.array`` over a list of equal-shape arrays builds the same array as ``np.stack`` (new
-    first dimension, C order) in one C call, about 3x faster for many small samples, since
-    ``np.stack`` adds a dimension to each sample in Python first. Anything else (other array
-    types, mixed dtypes, unequal shapes) is left to ``np.stack`` and its error messages.
+    Samples of one shape ``(s0, ...)`` are concatenated along their first axis into ``out``
+    (or a new array) seen as ``(n * s0, ...)``: the same C-order array as ``np.stack`` makes,
+    about 5x faster for many small samples, since ``np.stack`` first adds a dimension to each
+    sample in Python (and 2x ``np.array`` over the list). The first axes' lengths are compared
+    up front (concatenation alone would accept 15 + 17 for 16 + 16); the other axes and the
+    dtypes (``casting="no"``) are checked by ``np.concatenate``. 0-d samples go through
+    ``np.array``. Anything else (other array types, mixed dtypes, unequal shapes) is left to
+    ``np.stack`` and its error messages.
     """
     if dtype.kind not in _NUMERIC_KINDS or not dtype.isnative or types != _PLAIN:
         return None
+    shape = batch[0].shape
+    if not shape:
+        if out is not None:
+            return None
+        try:
+            stacked = np.array(batch)
+        except ValueError:  # unequal shapes: np.stack reports them
+            return None
+        return stacked if stacked.dtype == dtype else None
     try:
-        stacked = np.array(batch)
-    except ValueError:  # unequal shapes: np.stack reports them
+        if set(map(len, batch)) != {shape[0]}:
+            return None
+    except TypeError:  # a 0-d sample among them
         return None
-    return stacked if stacked.dtype == dtype else None
+    if out is None:
+        out = np.empty((len(batch), *shape), dtype)
+    elif not out.flags.c_contiguous:
+        return None
+    try:
+        np.concatenate(batch, out=out.reshape(len(batch) * shape[0], *shape[1:]), casting="no")
+    except (TypeError, ValueError):  # another dtype, or unequal later axes: np.stack reports
+        return None
+    return out
 
 
 def _unsupported_dtype(dtype: np.dtype[Any]) -> str:

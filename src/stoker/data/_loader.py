@@ -126,7 +126,8 @@ class DataLoader(Generic[T_co]):
             random sampler and the workers' base seed are drawn from it. None draws from the
             program's global generator: torch's (exactly as torch's DataLoader draws) when
             torch is imported, else NumPy's legacy one (``np.random.seed``).
-        prefetch_factor: batches loaded in advance per worker (default 2 with workers).
+        prefetch_factor: batches loaded in advance per worker (default 2 with workers;
+            left unset, process workers whose batches average under 64 KiB go 8 ahead).
         persistent_workers: keep the workers across epochs.
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order (False: as soon as they are ready).
@@ -195,6 +196,7 @@ class DataLoader(Generic[T_co]):
                 f"prefetch_factor={prefetch_factor!r}; it counts batches loaded ahead by each "
                 "worker, so set num_workers > 0 or leave prefetch_factor unset"
             )
+        self._prefetch_unset = prefetch_factor is None
         if num_workers > 0 and prefetch_factor is None:
             prefetch_factor = 2
         elif prefetch_factor is not None and prefetch_factor < 1:
@@ -396,6 +398,7 @@ class DataLoader(Generic[T_co]):
             batch_size=self.batch_size,
             num_workers=self.num_workers,
             prefetch_factor=int(self.prefetch_factor or 2) if self.num_workers else 0,
+            prefetch_auto=self._prefetch_unset and self.prefetch_factor == 2,
             in_order=bool(self.in_order),
             persistent_workers=bool(self.persistent_workers),
             timeout=self.timeout,
@@ -506,10 +509,10 @@ class DataLoader(Generic[T_co]):
         and ``slabs_in_use``; and each process worker's private memory (USS, in bytes, from
         ``/proc/<pid>/smaps_rollup``): ``worker_uss_start`` (at its first batch),
         ``worker_uss`` (at most a second old), ``worker_uss_growth``,
-        ``worker_uss_growth_total`` and ``worker_slab_bytes`` (the bytes of a worker's
-        shared-memory batch slabs private to it, part of its USS). With ``num_workers=0``
+        ``worker_uss_growth_total`` and ``worker_batch_memory`` (the bytes of a worker's
+        USS that may serve its batches: slabs, the kept heap). With ``num_workers=0``
         every counter stays at zero and the memory figures are empty (None for the total);
-        without ``/proc`` they are None. When the workers' growth beyond their batch slabs
+        without ``/proc`` they are None. When the workers' growth beyond their batch memory
         passes ``STOKER_DATA_COPY_WARN_MIB`` (default 256 MiB) the loader warns once with
         :class:`~stoker.data.DatasetCopyWarning`.
         """

@@ -11,12 +11,12 @@ the workers passes the threshold (``STOKER_DATA_COPY_WARN_MIB``, default
 :data:`DEFAULT_WARN_MIB`), it warns once per loader with :class:`DatasetCopyWarning`, which names
 the cause and the fixes. Without ``/proc`` every figure is None and it never warns.
 
-A worker's USS also holds its shared-memory slabs (the batches it sends), which copy nothing:
-a slab's pages are private to the worker while the main process holds no batch in it (it drops
-its pages of a slab once the batch is freed). The pool tells how many bytes of slabs that is per
-worker (``private_slab_bytes``); the warning counts only the growth beyond them, so a pipeline
-of large batches with a deep ``prefetch_factor`` does not warn. ``worker_uss_growth`` stays the
-plain difference.
+A worker's USS also holds memory that serves its batches and copies nothing: its shared-memory
+slabs (private to it while the main process holds no batch in them: it drops its pages of a
+slab once the batch is freed), a slab being written, and the free heap kept for the next
+batch's samples. The pool tells how many bytes that may be per worker (``batch_memory``); the
+warning counts only the growth beyond it, so a pipeline of large batches with a deep
+``prefetch_factor`` does not warn. ``worker_uss_growth`` stays the plain difference.
 
 The figures appear in ``loader.stats()`` (see :meth:`WorkerMemory.snapshot`).
 """
@@ -93,7 +93,7 @@ class WorkerMemory:
     def __init__(self) -> None:
         """Watch no worker yet."""
         self._pids: list[int] | None = None
-        self._slab_bytes: Callable[[int], int] | None = None
+        self._batch_memory: Callable[[int], int] | None = None
         self.start: dict[int, int | None] = {}
         self.now: dict[int, int | None] = {}
         self._next_sample = 0.0
@@ -101,12 +101,13 @@ class WorkerMemory:
         self.warned = False
 
     def attach(
-        self, pids: list[int] | None, slab_bytes: Callable[[int], int] | None = None
+        self, pids: list[int] | None, batch_memory: Callable[[int], int] | None = None
     ) -> None:
         """Watch a new pool's workers (``pids`` by worker id; None for thread workers);
-        ``slab_bytes(worker_id)`` tells the bytes of a worker's slabs private to it."""
+        ``batch_memory(worker_id)`` tells the bytes of a worker's memory that may serve its
+        batches."""
         self._pids = pids
-        self._slab_bytes = slab_bytes
+        self._batch_memory = batch_memory
         self.start = {}
         self.now = {}
         mib = env_int(WARN_ENV, minimum=0, hint="set it to a number of MiB (0: never warn)")
@@ -152,15 +153,15 @@ class WorkerMemory:
         known = [size for size in self.growth().values() if size is not None]
         return sum(known) if known else None
 
-    def slab_bytes(self) -> dict[int, int]:
-        """Bytes of each started worker's shared-memory slabs private to it."""
-        if self._slab_bytes is None:
+    def batch_memory(self) -> dict[int, int]:
+        """Bytes of each started worker's memory that may serve its batches."""
+        if self._batch_memory is None:
             return dict.fromkeys(self.start, 0)
-        return {worker_id: self._slab_bytes(worker_id) for worker_id in self.start}
+        return {worker_id: self._batch_memory(worker_id) for worker_id in self.start}
 
     def copy_growth(self) -> int | None:
-        """The growth the warning counts: each worker's beyond its private slabs, summed."""
-        slabs = self.slab_bytes()
+        """The growth the warning counts: each worker's beyond its batch memory, summed."""
+        slabs = self.batch_memory()
         counted = [
             max(size - slabs[worker_id], 0)
             for worker_id, size in self.growth().items()
@@ -169,16 +170,16 @@ class WorkerMemory:
         return sum(counted) if counted else None
 
     def _message(self, growth: int) -> str:
-        slabs = self.slab_bytes()
+        serving = self.batch_memory()
         each = ", ".join(
             f"worker {worker_id} +{_mib(size)}"
-            + (f" of which {_mib(slabs[worker_id])} batch slabs" if slabs[worker_id] else "")
+            + (f", batch memory {_mib(serving[worker_id])}" if serving[worker_id] else "")
             for worker_id, size in sorted(self.growth().items())
             if size is not None
         )
         return (
             f"the DataLoader's process workers' private memory grew by {_mib(growth)} in total "
-            f"beyond their batch slabs since their first batch ({each}), past "
+            f"beyond their batch memory since their first batch ({each}), past "
             f"{_mib(self._threshold or 0)} "
             f"(${WARN_ENV}): the workers are copying the dataset. Reading a Python object "
             "writes its reference count, so each page of the dataset's Python objects a forked "
@@ -196,8 +197,9 @@ class WorkerMemory:
         Keys (bytes, by worker id; None where unknown): ``worker_uss_start`` (at the worker's
         first batch), ``worker_uss`` (the latest reading), ``worker_uss_growth`` (their
         difference), ``worker_uss_growth_total`` (the sum; None without process workers) and
-        ``worker_slab_bytes`` (the bytes of a worker's shared-memory batch slabs private to
-        it, part of its USS; the warning counts only the growth beyond them).
+        ``worker_batch_memory`` (the bytes of a worker's USS that may serve its batches: its
+        slabs the main process holds no batch in, one more being written, the kept heap; the
+        warning counts only the growth beyond them).
         """
         if self._pids is not None and time.monotonic() >= self._next_sample:
             self.sample()
@@ -206,5 +208,5 @@ class WorkerMemory:
             "worker_uss": dict(sorted(self.now.items())),
             "worker_uss_growth": dict(sorted(self.growth().items())),
             "worker_uss_growth_total": self.total_growth(),
-            "worker_slab_bytes": dict(sorted(self.slab_bytes().items())),
+            "worker_batch_memory": dict(sorted(self.batch_memory().items())),
         }

@@ -38,6 +38,8 @@ class LoaderPlan:
         batch_size: the batch size (None without automatic batching or with a batch sampler).
         num_workers: how many workers (0: load in the calling thread).
         prefetch_factor: batches loaded ahead per worker (0 without workers).
+        prefetch_auto: the user left ``prefetch_factor`` unset, so process workers whose first
+            batches are small may go deeper (see :mod:`stoker.data._iter_workers`).
         in_order: yield batches in sampler order.
         persistent_workers: keep the workers across epochs.
         timeout: seconds to wait for one batch (0: no limit).
@@ -61,6 +63,7 @@ class LoaderPlan:
     batch_size: int | None
     num_workers: int
     prefetch_factor: int
+    prefetch_auto: bool
     in_order: bool
     persistent_workers: bool
     timeout: float

@@ -33,6 +33,7 @@ class LoaderStats:
     def __init__(self) -> None:
         """Start every counter at zero."""
         self.batches_served = 0
+        self.prefetch_depth = 0
         self.wait_seconds = 0.0
         self.start_seconds = 0.0
         self.worker_busy_seconds: dict[int, float] = {}
@@ -59,18 +60,22 @@ class LoaderStats:
         Keys: ``batches_served``, ``main_wait_seconds``, ``worker_busy_seconds`` (a dict by
         worker id), ``worker_start_seconds``, ``bytes_inline`` (pickled bytes through pipes),
         ``bytes_in_slabs`` (array bytes through shared memory), ``bytes_moved`` (their sum)
-        and ``slabs_in_use`` (slabs whose batch is still alive in the main process); and the
+        ``slabs_in_use`` (slabs whose batch is still alive in the main process) and
+        ``prefetch_depth`` (batches each worker of the latest iterator may load ahead:
+        ``prefetch_factor``, or :data:`~stoker.data._iter_workers.AUTO_PREFETCH` once an unset
+        one went deeper; 0 before any worker started); and the
         private memory (USS, bytes) of the current process workers: ``worker_uss_start`` (at
         each worker's first batch), ``worker_uss`` (latest reading, at most a second old),
         ``worker_uss_growth`` (by worker id; None where unknown),
         ``worker_uss_growth_total`` (None without process workers or ``/proc``) and
-        ``worker_slab_bytes`` (by worker id: batch slabs private to the worker, which the
-        copy warning does not count).
+        ``worker_batch_memory`` (by worker id: the slabs and kept heap in the worker's USS,
+        which the copy warning does not count).
         """
         inline = self._bytes_inline_done + sum(pool.bytes_inline for pool in self._pools)
         slabs = self._bytes_in_slabs_done + sum(pool.bytes_in_slabs for pool in self._pools)
         return {
             "batches_served": self.batches_served,
+            "prefetch_depth": self.prefetch_depth,
             "main_wait_seconds": self.wait_seconds,
             "worker_busy_seconds": dict(sorted(self.worker_busy_seconds.items())),
             "worker_start_seconds": self.start_seconds,

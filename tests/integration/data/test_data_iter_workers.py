@@ -31,6 +31,7 @@ from data_workers_helpers import (
 )
 
 from stoker.data import DataLoader, get_worker_info
+from stoker.data._iter_workers import AUTO_PREFETCH, AUTO_PREFETCH_BYTES
 from stoker.data._workers.info import numpy_seed_words
 
 # Python 3.12+ warns when fork() runs in a process that has threads (torch, queue feeders);
@@ -214,6 +215,46 @@ def test_at_most_prefetch_factor_times_workers_batches_outstanding(
                 next(iterator)
             fetched = _settle(counter)
             assert fetched == yielded + prefetch_factor * 2
+
+
+def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int) -> int:
+    """Yield ``yielded`` batches, let the workers settle; return how many they loaded ahead."""
+    with iter(loader) as iterator:
+        while iterator._num_yielded < yielded:
+            next(iterator)
+        return _settle(counter) - yielded
+
+
+@pytest.mark.parametrize("kind", ["fork", "thread"])
+@pytest.mark.parametrize("prefetch_factor", [None, 2])
+def test_an_unset_prefetch_factor_goes_deeper_for_small_batches(
+    prefetch_factor: int | None, kind: str
+) -> None:
+    """Left unset, process workers delivering small batches run AUTO_PREFETCH batches ahead
+    each (and say so in stats()); prefetch_factor=2 given, and thread workers, stay at 2."""
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+    kwargs = {} if prefetch_factor is None else {"prefetch_factor": prefetch_factor}
+    loader = DataLoader(
+        CountingDataset(100, counter), batch_size=1, num_workers=2, **kind_kwargs(kind), **kwargs
+    )
+    deep = prefetch_factor is None and kind == "fork"
+    depth = AUTO_PREFETCH if deep else 2
+    assert _outstanding_after(loader, counter, 10) == depth * 2
+    assert loader.stats()["prefetch_depth"] == depth
+    assert [int(labels[0]) for _, labels in loader] == list(range(100))
+
+
+def test_large_batches_keep_two_ahead() -> None:
+    """Batches moving more than AUTO_PREFETCH_BYTES keep torch's depth of 2 per worker."""
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+    loader = DataLoader(
+        CountingDataset(40, counter, nbytes=AUTO_PREFETCH_BYTES * 2),
+        batch_size=1,
+        num_workers=2,
+        multiprocessing_context="fork",
+    )
+    assert _outstanding_after(loader, counter, 10) == 4
+    assert loader.stats()["prefetch_depth"] == 2
 
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)

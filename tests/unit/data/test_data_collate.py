@@ -319,3 +319,41 @@ def test_mixed_numbers_promote_as_torch_does() -> None:
     assert default_collate([np.int64(1), 2.5]).dtype == np.float32
     assert default_collate([1, np.float64(2.5)]).dtype == np.float64
     assert default_collate([True, 1]).tolist() == [1, 1]
+
+
+_STACK_CASES = {
+    "1-d": [np.arange(3.0), np.arange(3.0) + 1],
+    "2-d float32": [np.ones((2, 3), np.float32), np.zeros((2, 3), np.float32)],
+    "transposed sample": [np.arange(4.0).reshape(2, 2).T, np.arange(4.0).reshape(2, 2)],
+    "empty first axis": [np.zeros((0, 4)), np.zeros((0, 4))],
+    "big-endian": [np.arange(6, dtype=">i4").reshape(2, 3)] * 2,
+    "mixed dtypes": [np.ones((2, 3), np.float32), np.ones((2, 3), np.float64)],
+    "first axes 15 + 17": [np.ones(15), np.ones(17)],
+    "later axes differ": [np.ones((2, 3)), np.ones((2, 4))],
+    "0-d among 1-d": [np.ones(3), np.ones(())],
+    "1-d after 0-d": [np.ones(()), np.ones(2, np.float32)],
+    "0-d": [np.float32(1) * np.ones((), np.float32), np.ones((), np.float32)],
+    "many small views": list(np.arange(256 * 16, dtype=np.float32).reshape(256, 16)),
+}
+
+
+@pytest.mark.parametrize("into", [False, True])
+@pytest.mark.parametrize("name", sorted(_STACK_CASES))
+def test_stack_arrays_equals_np_stack(name: str, into: bool) -> None:
+    """The one-call paths give np.stack's array (values, dtype, shape, C order) or its error,
+    also when stacking into a given array; none accepts shapes np.stack refuses."""
+    batch = _STACK_CASES[name]
+    try:
+        expected = np.stack(batch)
+    except ValueError:
+        with pytest.raises(ValueError, match="shape"):
+            stack_arrays(batch)
+        return
+    out = np.full(expected.shape, 7, expected.dtype) if into else None
+    got = stack_arrays(batch, out=out)
+    assert got.dtype == expected.dtype
+    assert got.shape == expected.shape
+    assert got.flags.c_contiguous
+    np.testing.assert_array_equal(got, expected)
+    if into:
+        assert got is out

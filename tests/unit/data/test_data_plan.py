@@ -27,3 +27,9 @@ def test_the_plan_is_frozen_and_says_what_the_loader_decided() -> None:
     assert (plan.auto_collation, plan.iterable, plan.prefetch_factor) == (True, False, 0)
     with_workers = DataLoader(range(6), batch_size=None, num_workers=1)._plan()
     assert (with_workers.auto_collation, with_workers.prefetch_factor) == (False, 2)
+    assert with_workers.prefetch_auto
+    given = DataLoader(range(6), num_workers=1, prefetch_factor=2)._plan()
+    assert (given.prefetch_factor, given.prefetch_auto) == (2, False)
+    changed = DataLoader(range(6), num_workers=1)
+    changed.prefetch_factor = 3
+    assert (changed._plan().prefetch_factor, changed._plan().prefetch_auto) == (3, False)

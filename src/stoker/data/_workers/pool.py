@@ -54,8 +54,8 @@ class WorkerPool(Protocol):
     def slabs_in_use(self) -> int:
         """Slabs whose batch is still alive in the main process."""
 
-    def private_slab_bytes(self, worker_id: int) -> int:
-        """Bytes of a worker's shared-memory slabs private to it (0 for threads)."""
+    def batch_memory(self, worker_id: int) -> int:
+        """Bytes of a worker's private memory that may serve its batches (0 for threads)."""
 
 
 def start_pool(

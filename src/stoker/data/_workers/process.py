@@ -424,10 +424,10 @@ class ProcessPool:
         """Bytes of batch arrays received through slabs so far."""
         return sum(reader.bytes_in_slabs for reader in self.readers)
 
-    def private_slab_bytes(self, worker_id: int) -> int:
-        """Bytes of worker ``worker_id``'s slabs private to it (see
-        :meth:`SlabReader.private_slab_bytes`)."""
-        return self.readers[worker_id].private_slab_bytes()
+    def batch_memory(self, worker_id: int) -> int:
+        """Bytes of worker ``worker_id``'s private memory that may serve its batches (see
+        :meth:`SlabReader.batch_memory`)."""
+        return self.readers[worker_id].batch_memory()
 
     @property
     def slabs_in_use(self) -> int:

@@ -347,15 +347,24 @@ class SlabReader:
             # resident (the data stays in the segment; reading it again maps them back)
             known[0].madvise(mmap.MADV_DONTNEED)
 
-    def private_slab_bytes(self) -> int:
-        """Bytes of the worker's slabs that are private to it: every slab it has sent (all are
-        mapped here) but those holding a batch alive in this process. A freed slab's pages
-        here are dropped, so its memory counts in the worker's USS, not as a copy."""
-        return sum(
+    def batch_memory(self) -> int:
+        """Bytes of the worker's private memory that may serve its batches, not copies.
+
+        Its slabs but those holding a batch alive in this process (every slab it has sent is
+        mapped here; a freed slab's pages here are dropped, so its memory is the worker's
+        alone), plus twice the largest slab: one being written and not yet announced, and
+        the free heap the worker keeps beyond its first batch's
+        (:func:`~stoker.data._workers.heap.keep_heap`). 0 before any slab.
+        """
+        sizes = [len(mapping) for mapping, _ in self._mappings.values()]
+        if not sizes:
+            return 0
+        private = sum(
             len(mapping)
             for slab_id, (mapping, _) in self._mappings.items()
             if slab_id not in self.in_use
         )
+        return private + 2 * max(sizes)
 
     def take_released(self) -> tuple[int, ...]:
         """Return and forget the ids of slabs freed since the last call."""

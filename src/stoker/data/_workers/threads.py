@@ -177,7 +177,7 @@ class ThreadPool:
                 replies.append((worker_id, reply))
         return replies, dead
 
-    def private_slab_bytes(self, worker_id: int) -> int:
+    def batch_memory(self, worker_id: int) -> int:
         """No slabs: threads hand batches over as objects."""
         return 0
 
