@@ -264,6 +264,19 @@ class CountingDataset(RangeDataset):
         return super().__getitem__(index)
 
 
+def settle_counter(counter: Any) -> int:
+    """Wait until a shared counter stops moving for 0.3 s (at most 3 s); return it."""
+    last, deadline = -1, time.monotonic() + 3
+    while time.monotonic() < deadline:
+        with counter.get_lock():
+            value = int(counter.value)
+        if value == last:
+            return value
+        last = value
+        time.sleep(0.3)
+    return last
+
+
 def process_alive(pid: int) -> bool:
     """Tell from /proc whether ``pid`` is a live (non-zombie) process."""
     try:

@@ -21,7 +21,9 @@ ahead the workers run. A ``prefetch_factor`` the user sets (2 included) is kept 
 With ``split_first_batch`` (map-style datasets, default collation, 2 or more workers), the
 first batch of each epoch goes out as one *share* per worker (task ids 0, -1, -2, ...): each
 worker gathers its slice of the samples, and the main process collates the shares in order into
-the batch of task 0, which then comes up to ``num_workers`` times sooner.
+the batch of task 0, which then comes up to ``num_workers`` times sooner. The rest of the
+epoch's window is sent once that batch is collated, so the workers do not take the cores from
+the collation (they wait for it, once an epoch).
 
 Every wait for replies lasts at most :data:`~stoker.data._workers.timeouts.CHECK_INTERVAL`
 seconds at a time and watches the workers' liveness too, so a dead worker raises RuntimeError
@@ -209,8 +211,17 @@ class WorkerIter(LoaderIter):
         first = 0 if progress.last_worker is None else progress.last_worker + 1
         self._active = [w not in progress.exhausted for w in range(count)]
         self._cycle: Iterator[int] = itertools.cycle((first + i) % count for i in range(count))
-        for _ in range(self._prefetch_factor * self._num_workers):
-            self._dispatch()
+        self._window_held = False
+        self._dispatch()
+        if self._shares:
+            # The first batch went out in shares, one per worker. The main process collates
+            # them (a copy of the whole batch), and with the rest of the window sent the workers
+            # would already be on the next batches, each core shared three ways: on the
+            # JPEG workload of benchmarks/loader_bench.py that collation took 126 ms instead
+            # of about 40. So the window fills once the first batch is collated.
+            self._window_held = True
+            return
+        self._fill_window()
 
     def _settle_depth(self) -> None:
         """With ``prefetch_factor`` unset: once each worker has delivered two batches, let
@@ -347,15 +358,26 @@ class WorkerIter(LoaderIter):
         self._stats.memory.on_batch(worker_id, stacklevel=4)  # the caller of next(iterator)
         if self._depth_pending:
             self._settle_depth()
-            while self._dispatch():
-                pass
-        else:
-            self._dispatch()
+        if self._window_held:  # a split first batch: the rest of the window once collated
+            self._window_held = False
+            try:
+                return self._batch_of(status, payload)
+            finally:
+                self._fill_window()
+        self._fill_window()
+        return self._batch_of(status, payload)
+
+    def _batch_of(self, status: Status, payload: Any) -> Any:
+        """Raise a failed batch's error; collate a split batch's shares; return the batch."""
         if status is FAILED:
             payload.reraise()
         if type(payload) is _Shares:
             return self._collate_fn(payload.samples)
         return payload
+
+    def _fill_window(self) -> None:
+        while self._dispatch():
+            pass
 
     def _apply_pending_state(self, worker_id: int) -> None:
         """Record an exhausted worker's final state once none of its batches is waiting."""

@@ -9,7 +9,6 @@ from __future__ import annotations
 import multiprocessing
 import random
 import threading
-import time
 from typing import Any
 
 import numpy as np
@@ -27,6 +26,7 @@ from data_workers_helpers import (
     WhoDataset,
     kind_kwargs,
     ran_in_workers,
+    settle_counter,
     tag_worker,
 )
 
@@ -182,19 +182,6 @@ def test_getitems_is_used_in_workers(kind: str) -> None:
     assert threading.get_native_id() not in tids
 
 
-def _settle(counter: Any) -> int:
-    """Wait until the shared counter stops moving for 0.3 s (at most 3 s); return it."""
-    last, deadline = -1, time.monotonic() + 3
-    while time.monotonic() < deadline:
-        with counter.get_lock():
-            value = int(counter.value)
-        if value == last:
-            return value
-        last = value
-        time.sleep(0.3)
-    return last
-
-
 @pytest.mark.parametrize("kind", ["fork", "thread"])
 @pytest.mark.parametrize("prefetch_factor", [1, 3])
 def test_at_most_prefetch_factor_times_workers_batches_outstanding(
@@ -213,7 +200,7 @@ def test_at_most_prefetch_factor_times_workers_batches_outstanding(
         for yielded in (1, 4):
             while iterator._num_yielded < yielded:
                 next(iterator)
-            fetched = _settle(counter)
+            fetched = settle_counter(counter)
             assert fetched == yielded + prefetch_factor * 2
 
 
@@ -222,7 +209,7 @@ def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int) -> i
     with iter(loader) as iterator:
         while iterator._num_yielded < yielded:
             next(iterator)
-        return _settle(counter) - yielded
+        return settle_counter(counter) - yielded
 
 
 @pytest.mark.parametrize("kind", ["fork", "thread"])

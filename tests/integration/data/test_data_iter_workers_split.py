@@ -7,13 +7,14 @@ whole from one worker each, and failures, deaths and epochs must behave as witho
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 from typing import Any
 
 import numpy as np
 import pytest
-from data_workers_helpers import WORKER_KINDS, kind_kwargs
+from data_workers_helpers import WORKER_KINDS, CountingDataset, kind_kwargs, settle_counter
 
 from stoker.data import DataLoader, Dataset, IterableDataset, get_worker_info, sample_rng
 
@@ -140,3 +141,24 @@ def test_split_first_batch_must_be_a_bool() -> None:
     """A non-bool split_first_batch is a TypeError naming the value."""
     with pytest.raises(TypeError, match="split_first_batch must be a bool, got 1"):
         DataLoader(Keyed(4, 4), split_first_batch=1)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("kind", WORKER_KINDS)
+def test_the_window_fills_once_the_split_first_batch_is_collated(kind: str) -> None:
+    """Until the first batch is collated only its shares are out (the workers leave the cores
+    to the collation); then the rest of the window goes out at once."""
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+    loader = DataLoader(
+        CountingDataset(40, counter),
+        batch_size=4,
+        num_workers=2,
+        prefetch_factor=2,
+        split_first_batch=True,
+        **kind_kwargs(kind),
+    )
+    with iter(loader) as iterator:
+        assert settle_counter(counter) == 4
+        _, labels = next(iterator)
+        assert labels.tolist() == [0, 1, 2, 3]
+        assert settle_counter(counter) == 4 + 4 * 4
+        assert [b[1].tolist() for b in iterator] == [list(range(i, i + 4)) for i in range(4, 40, 4)]
