@@ -114,7 +114,8 @@ def test_freed_large_batch_leaves_no_resident_pages_in_the_main_process(pair: _P
 
 
 def test_a_share_of_a_split_batch_sizes_slabs_for_the_whole_batch(pair: _Pair) -> None:
-    """Samples of a 4-of-8 share travel in a slab sized for 8, so full batches fit it."""
+    """A 4-of-8 share sets the slab size for 8, so full batches fit their slabs, but travels in
+    a segment of its own size (not allocated and zeroed for 8), retired once it comes back."""
     rng = np.random.default_rng(5)
     samples = [(rng.integers(0, 255, 20000, dtype=np.uint8), i) for i in range(8)]
     pair.writer.expect_share(4, 8)
@@ -123,12 +124,30 @@ def test_a_share_of_a_split_batch_sizes_slabs_for_the_whole_batch(pair: _Pair) -
     np.testing.assert_array_equal(share[3][0], samples[3][0])
     assert not share[3][0].flags.owndata
     assert pair.writer.slab_size >= 8 * samples[0][0].nbytes
+    (share_slab,) = pair.writer.slabs.values()
+    assert 4 * samples[0][0].nbytes <= share_slab.size < pair.writer.slab_size
     del share
     gc.collect()
     batch = pair.send(samples)[2]
     np.testing.assert_array_equal(batch[0], default_collate(samples)[0])
     assert not batch[0].flags.owndata  # it fitted: no overflow sent inline
-    assert len(pair.writer.slabs) == 1
+    assert [slab.size for slab in pair.writer.slabs.values()] == [pair.writer.slab_size]
+
+
+def test_a_share_of_more_than_64_samples_is_sized_for_all_of_them(pair: _Pair) -> None:
+    """The size estimate counts a long share's samples beyond the first 64 like those: a
+    100-of-200 share fits its segment, and the next full batch fits the slab size it set."""
+    samples = [(np.full(2000, i % 256, dtype=np.uint8), i) for i in range(200)]
+    pair.writer.expect_share(100, 200)
+    data = pair.writer.encode(Reply(0, BATCH, samples[:100], Meta(busy=0.0)))
+    share = pair.reader.decode(bytes(data))[2]
+    assert all(not sample.flags.owndata for sample, _ in share)  # every one in the segment
+    assert pair.writer.slab_size >= 200 * 2000
+    del share
+    gc.collect()
+    batch = pair.send(samples)[2]
+    assert not batch[0].flags.owndata
+    np.testing.assert_array_equal(batch[0], default_collate(samples)[0])
 
 
 def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:

@@ -85,7 +85,7 @@ def _round_up(size: int, granule: int) -> int:
 
 def _array_bytes(obj: Any, depth: int) -> int:
     """Estimate the bytes of the NumPy arrays and plain CPU tensors in a batch (containers up
-    to 4 levels deep)."""
+    to 4 levels deep; a list longer than 64 counted as if the rest were like its first 64)."""
     if type(obj) is np.ndarray:
         return int(obj.nbytes)
     if depth > 4:
@@ -96,7 +96,8 @@ def _array_bytes(obj: Any, depth: int) -> int:
     if isinstance(obj, dict):
         return sum(_array_bytes(value, depth + 1) for value in obj.values())
     if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (str, bytes)):
-        return sum(_array_bytes(value, depth + 1) for value in obj[:64])
+        seen = sum(_array_bytes(value, depth + 1) for value in obj[:64])
+        return seen if len(obj) <= 64 else seen * len(obj) // 64  # the rest like the first 64
     return 0
 
 
@@ -139,6 +140,7 @@ class SlabWriter:
         self._placed: dict[int, tuple[int, np.ndarray[Any, Any]]] = {}
         self._needed = 0
         self._share = 1.0
+        self._share_size = 0
         self._retired: list[int] = []
         self._fn_map = {
             **default_collate_fn_map,
@@ -166,10 +168,16 @@ class SlabWriter:
                 return slab
             del self.slabs[slab.id]
             self._retired.append(slab.id)
+        size = self.slab_size
+        if self._share > 1.0 and self._share_size:
+            # A share of a split first batch: a segment just for it (retired when it comes
+            # back, being smaller than the whole batch's slab size), so that the share does
+            # not wait for a whole batch's worth of memory to be allocated and zeroed.
+            size = min(size, self._share_size)
         self._serial += 1
         name = segment_name(self.main_pid, os.getpid(), self._serial)
-        mapping = create_segment(name, self.slab_size, self.directory)
-        slab = _Slab(self._serial, name, self.slab_size, mapping)
+        mapping = create_segment(name, size, self.directory)
+        slab = _Slab(self._serial, name, size, mapping)
         self.slabs[slab.id] = slab
         return slab
 
@@ -286,9 +294,11 @@ class SlabWriter:
 
     def _turns_large(self, batch: Any) -> bool:
         """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
-        size = int(_array_bytes(batch, 0) * self._share)
+        own = _array_bytes(batch, 0)
+        size = int(own * self._share)
         if size < self.threshold:
             return False
+        self._share_size = _round_up(own * 9 // 8 + 4096, _GRANULE)
         self.large = True
         self.slab_size = max(self.slab_size, _round_up(size * 9 // 8 + 4096, _GRANULE))
         keep_heap(self.slab_size)
