@@ -9,14 +9,15 @@ in task order, later ones waiting in a reorder buffer; with ``in_order=False`` a
 the next worker with room and each batch is yielded as soon as it arrives.
 
 When the user leaves ``prefetch_factor`` unset (torch's default of 2), process workers whose
-batches prove small go deeper: once each worker has delivered two batches, if they moved under
-:data:`AUTO_PREFETCH_BYTES` on average, every worker may run :data:`AUTO_PREFETCH` batches
-ahead, decided once per iterator. Small batches come so fast that a window of two per worker
-makes the loader wait on round trips (a reply, then the next task) rather than on work: with
-2 workers on 2 cores, batches of 256 samples of 16 floats go from about 680k to 860k samples/s
-(``benchmarks/loader_bench.py``), while the memory ahead stays under 512 KiB a worker. Which
-worker loads which batch, and so every batch and its order, does not change; only how far
-ahead the workers run. A ``prefetch_factor`` the user sets (2 included) is kept as given.
+batches prove small go deeper: once as many batches as workers have been yielded, if they moved
+under :data:`AUTO_PREFETCH_BYTES` on average, every worker may run :data:`AUTO_PREFETCH`
+batches ahead, decided once per iterator. Small batches come so fast that a window of two per
+worker makes the loader wait on round trips (a reply, then the next task) rather than on work:
+with 2 workers on 2 cores, batches of 256 samples of 16 floats go from about 680k to 860k
+samples/s at 8 ahead and a few percent more at 16 (``benchmarks/loader_bench.py``), while the
+memory ahead stays under 1 MiB a worker. Which worker loads which batch, and so every batch and
+its order, does not change; only how far ahead the workers run. A ``prefetch_factor`` the user
+sets (2 included) is kept as given.
 
 With ``split_first_batch`` (map-style datasets, default collation, 2 or more workers), the
 first batch of each epoch goes out as one *share* per worker (task ids 0, -1, -2, ...): each
@@ -81,13 +82,13 @@ from stoker.data._workers import (
 
 __all__ = ["AUTO_PREFETCH", "AUTO_PREFETCH_BYTES", "WorkerIter"]
 
-AUTO_PREFETCH = 8
+AUTO_PREFETCH = 16
 """Batches a process worker may load ahead when ``prefetch_factor`` is unset and batches are
 small (torch's default of 2 holds otherwise)."""
 
 AUTO_PREFETCH_BYTES = 64 << 10
 """Average bytes a batch moves (pickled, plus arrays through slabs) under which an unset
-``prefetch_factor`` goes to :data:`AUTO_PREFETCH`: at most 512 KiB ahead per worker."""
+``prefetch_factor`` goes to :data:`AUTO_PREFETCH`: at most 1 MiB ahead per worker."""
 
 
 class _Shares:
@@ -224,11 +225,11 @@ class WorkerIter(LoaderIter):
         self._fill_window()
 
     def _settle_depth(self) -> None:
-        """With ``prefetch_factor`` unset: once each worker has delivered two batches, let
+        """With ``prefetch_factor`` unset: once as many batches as workers have come, let
         every worker run :data:`AUTO_PREFETCH` batches ahead if batches average under
         :data:`AUTO_PREFETCH_BYTES` (see the module docstring); decided once per iterator."""
         self._batches_seen += 1
-        if self._batches_seen < 2 * self._num_workers:
+        if self._batches_seen < self._num_workers:
             return
         self._depth_pending = False
         moved = self._pool.bytes_inline + self._pool.bytes_in_slabs

@@ -127,7 +127,7 @@ class DataLoader(Generic[T_co]):
             program's global generator: torch's (exactly as torch's DataLoader draws) when
             torch is imported, else NumPy's legacy one (``np.random.seed``).
         prefetch_factor: batches loaded in advance per worker (default 2 with workers;
-            left unset, process workers whose batches average under 64 KiB go 8 ahead).
+            left unset, process workers whose batches average under 64 KiB go 16 ahead).
         persistent_workers: keep the workers across epochs.
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order (False: as soon as they are ready).

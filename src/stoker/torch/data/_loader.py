@@ -66,7 +66,7 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
         generator: a ``torch.Generator`` (or an int seed, or a ``numpy.random.Generator``);
             None draws from torch's global generator, as torch does.
         prefetch_factor: batches loaded in advance per worker (default 2 with workers;
-            left unset, process workers whose batches average under 64 KiB go 8 ahead).
+            left unset, process workers whose batches average under 64 KiB go 16 ahead).
         persistent_workers: keep the workers across epochs.
         pin_memory_device: deprecated and ignored, as in torch.
         in_order: yield batches in sampler order.
