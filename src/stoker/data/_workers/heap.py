@@ -21,8 +21,9 @@ one batch's samples while it builds the next does not pay.
 
 So a worker's resident memory stays about one batch above what it had, instead of dropping
 and rising each batch. Process workers call it when their slabs grow (in the worker, for its
-own malloc; the main process's is never changed); setting ``STOKER_DATA_KEEP_HEAP=0`` turns it
-off. Outside glibc (musl, macOS, Windows) it does nothing.
+own malloc); thread workers, which share the main process, call it there once they collate a
+batch of 2 MiB of arrays or more. Setting ``STOKER_DATA_KEEP_HEAP=0`` turns it off. Outside
+glibc (musl, macOS, Windows) it does nothing.
 """
 
 from __future__ import annotations

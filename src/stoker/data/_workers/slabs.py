@@ -65,7 +65,7 @@ from stoker.data._workers.heap import keep_heap
 from stoker.data._workers.protocol import BATCH, Reply
 from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
 
-__all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter"]
+__all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter", "array_bytes"]
 
 SLAB_THRESHOLD = 32 * 1024
 """Array bytes in a batch from which it travels in a slab instead of the pipe."""
@@ -83,7 +83,7 @@ def _round_up(size: int, granule: int) -> int:
     return -(-size // granule) * granule
 
 
-def _array_bytes(obj: Any, depth: int) -> int:
+def array_bytes(obj: Any, depth: int = 0) -> int:
     """Estimate the bytes of the NumPy arrays and plain CPU tensors in a batch (containers up
     to 4 levels deep; a list longer than 64 counted as if the rest were like its first 64)."""
     if type(obj) is np.ndarray:
@@ -94,9 +94,9 @@ def _array_bytes(obj: Any, depth: int) -> int:
     if dtype is not None:
         return int(obj.numel()) * dtype.itemsize
     if isinstance(obj, dict):
-        return sum(_array_bytes(value, depth + 1) for value in obj.values())
+        return sum(array_bytes(value, depth + 1) for value in obj.values())
     if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (str, bytes)):
-        seen = sum(_array_bytes(value, depth + 1) for value in obj[:64])
+        seen = sum(array_bytes(value, depth + 1) for value in obj[:64])
         return seen if len(obj) <= 64 else seen * len(obj) // 64  # the rest like the first 64
     return 0
 
@@ -294,7 +294,7 @@ class SlabWriter:
 
     def _turns_large(self, batch: Any) -> bool:
         """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
-        own = _array_bytes(batch, 0)
+        own = array_bytes(batch, 0)
         size = int(own * self._share)
         if size < self.threshold:
             return False

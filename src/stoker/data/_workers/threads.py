@@ -25,7 +25,11 @@ Differences from process workers, all because threads share one process:
   :data:`~stoker.data._workers.timeouts.STOP_GRACE`; a thread stuck in ``__getitem__`` is left
   to finish as a daemon;
 * CPU-bound pure-Python ``__getitem__`` code holds the GIL, so threads help when the work
-  releases it (NumPy, decoding, file and network I/O).
+  releases it (NumPy, decoding, file and network I/O);
+* the heap tuning process workers make in themselves (keep about one batch of freed heap for
+  the next batch's samples, :mod:`stoker.data._workers.heap`) is made in this process once a
+  thread worker collates a batch of 2 MiB of arrays or more: glibc's thresholds for the whole
+  process, bounded as for a worker (``STOKER_DATA_KEEP_HEAP=0`` leaves malloc alone).
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any
 
 import numpy as np
 
+from stoker.data._workers.heap import MAX_KEEP, keep_heap, kept
 from stoker.data._workers.info import WorkerInfo, set_thread_worker_info, torch_answers_thread
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import (
@@ -54,9 +59,13 @@ from stoker.data._workers.protocol import (
     Task,
     WorkerSetup,
 )
+from stoker.data._workers.slabs import DROP_PAGES_FROM, array_bytes
 from stoker.data._workers.timeouts import STOP_GRACE
 
-__all__ = ["ThreadHost", "ThreadPool"]
+__all__ = ["KEEP_HEAP_FROM", "ThreadHost", "ThreadPool"]
+
+KEEP_HEAP_FROM = DROP_PAGES_FROM
+"""Array bytes of a batch from which thread workers keep freed heap for the next batch."""
 
 _Results = queue.Queue[tuple[int, Reply]]
 """The queue every thread puts its ``(worker_id, reply)`` pairs on."""
@@ -91,8 +100,19 @@ class ThreadHost:
         return info
 
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Keep ``collate_fn``: batches are handed over as objects."""
-        return collate_fn
+        """Keep ``collate_fn`` (batches are handed over as objects), noting each batch's array
+        bytes: from :data:`KEEP_HEAP_FROM` on, this process keeps about a batch of freed heap
+        for the next batch's samples (:func:`~stoker.data._workers.heap.keep_heap`)."""
+
+        def collate_and_keep(batch: Any) -> Any:
+            collated = collate_fn(batch)
+            if kept() < MAX_KEEP:
+                size = array_bytes(collated)
+                if size >= KEEP_HEAP_FROM:
+                    keep_heap(size)
+            return collated
+
+        return collate_and_keep
 
     def receive(self) -> Task | Command:
         """Return the next message (blocks; the pool always ends with STOP)."""
