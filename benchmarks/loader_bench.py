@@ -250,12 +250,16 @@ def _build(
         if workers == 0:
             raise NotImplementedError("spdl's iterate_in_subprocess needs num_workers >= 1")
         sample = _dataset(workload, 1)[0][0]
-        # Large batches travel through a shared-memory arena, as SPDL documents for them.
+        # Large batches travel through a shared-memory arena, as SPDL documents for them: one
+        # per subprocess (a pool's reclaim count is one producer's).
         unit = batch * (sample.nbytes + 8) + (1 << 20)
-        arena = {"arena": SharedMemorySegmentPool(unit, 4)} if unit > 1 << 22 else {}
+
+        def arena() -> dict[str, Any]:
+            return {"arena": SharedMemorySegmentPool(unit, 4)} if unit > 1 << 22 else {}
+
         sources = [
             iterate_in_subprocess(
-                partial(_spdl_map, workload, n, w, workers, batch), buffer_size=2, **arena
+                partial(_spdl_map, workload, n, w, workers, batch), buffer_size=2, **arena()
             )
             for w in range(workers)
         ]
