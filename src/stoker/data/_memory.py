@@ -161,9 +161,9 @@ class WorkerMemory:
 
     def copy_growth(self) -> int | None:
         """The growth the warning counts: each worker's beyond its batch memory, summed."""
-        slabs = self.batch_memory()
+        serving = self.batch_memory()
         counted = [
-            max(size - slabs[worker_id], 0)
+            max(size - serving[worker_id], 0)
             for worker_id, size in self.growth().items()
             if size is not None
         ]
