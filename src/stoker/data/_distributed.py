@@ -35,7 +35,7 @@ from stoker.data._elastic import (
     plain_offsets,
     share_positions,
 )
-from stoker.data._epochs import STATE_VERSION
+from stoker.data._epochs import STATE_VERSION, state_count
 from stoker.data._generator import make_rng
 from stoker.data._kinds import ValueRuntimeError
 from stoker.data._sampler import Sampler, pieces
@@ -348,7 +348,7 @@ class DistributedSampler(Sampler[T_co]):
             raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
         loaded = self._merged_position(merged) if merged is not None else self._rank_position(state)
         self._draws = draws
-        self.epoch = int(state["epoch"]) + (1 if state.get("finished") else 0)
+        self.epoch = state_count(state, "epoch") + (1 if state.get("finished") else 0)
         self._loaded = loaded
         self._progress = (0, iter([]))
 

@@ -262,13 +262,16 @@ class EpochClock:
             state["torch_state"] = saved.torch
         return state
 
-    def load(self, state: dict[str, Any], length_fields: dict[str, Any]) -> None:
+    def load(self, state: dict[str, Any], length_fields: dict[str, Any], total: int) -> None:
         """Restore a state made by :meth:`state`; the next epoch resumes where it stopped.
+
+        ``total`` is the number of indices in an epoch: a saved offset is at most that.
 
         Raises:
             TypeError: when ``state`` is not a dict.
             ValueError: when the state was saved by another kind of sampler, another format
-                version, for another length, or with another kind of generator.
+                version, for another length, or with another kind of generator, or when its
+                epoch or offset is not a count (an offset past the epoch's end included).
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
@@ -288,6 +291,8 @@ class EpochClock:
                     f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
                     f"state but {expected!r} here; load it into the sampler it was saved from"
                 )
+        epoch = state_count(state, "epoch")
+        offset = state_count(state, "offset", total)
         draws = _saved_draws(state)
         saved = GeneratorState(state.get("generator_state"), state.get("torch_state"))
         if draws is not Draws.TORCH_GLOBAL:  # torch's global state, kept: fits any generator
@@ -295,8 +300,6 @@ class EpochClock:
         if saved.numpy is not None:
             restore_generator(self.generator, saved._replace(torch=None), _OWNER)
             self._numpy_state_after_draw = saved.numpy
-        epoch = int(state["epoch"])
-        offset = int(state["offset"])
         self.current = None
         self.next_epoch = epoch
         self._pinned = False
@@ -313,6 +316,26 @@ class EpochClock:
             start=offset,
             restored=True,
         )
+
+
+def state_count(state: dict[str, Any], key: str, most: int | None = None) -> int:
+    """Read a saved count (an epoch, an offset): an int from 0 to ``most``.
+
+    A negative or fractional offset would replay or skip indices, so it is refused here.
+
+    Raises:
+        ValueError: naming the key, the value and what would be valid.
+    """
+    value = state.get(key)
+    if isinstance(value, np.integer):
+        value = int(value)
+    if type(value) is not int or value < 0 or (most is not None and value > most):
+        valid = "an int >= 0" if most is None else f"an int from 0 to {most}"
+        raise ValueError(
+            f"state {key} must be {valid}, got {value!r}; pass a dict returned by "
+            "state_dict(), unchanged"
+        )
+    return value
 
 
 def _saved_draws(state: dict[str, Any]) -> Draws:

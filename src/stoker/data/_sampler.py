@@ -138,9 +138,10 @@ class EpochSampler(Sampler[int]):
 
         Raises:
             ValueError: when the state was saved by another kind of sampler, for another
-                length or by another format version.
+                length or by another format version, or its epoch or offset is not a count
+                within the epoch.
         """
-        self._clock.load(state, self._state_fields())
+        self._clock.load(state, self._state_fields(), self._epoch_total())
 
     def resume_state(self, consumed: int | None) -> dict[str, Any]:
         """Return the state as if only ``consumed`` indices of this epoch had been taken.

@@ -143,6 +143,9 @@ def test_state_mismatch_is_rejected() -> None:
         DistributedSampler(range(6), 2, 0, drop_last=True).load_state_dict(state)
     with pytest.raises(TypeError, match="state must be a dict"):
         DistributedSampler(range(6), 2, 0).load_state_dict("x")  # type: ignore[arg-type]
+    for key, value in (("epoch", -1), ("epoch", 1.5), ("offset", -2)):
+        with pytest.raises(ValueError, match=f"state {key} must be an int >= 0, got {value}"):
+            DistributedSampler(range(6), 2, 0).load_state_dict({**state, key: value})
 
 
 def test_world_from_an_initialised_torch_process_group(monkeypatch: pytest.MonkeyPatch) -> None:

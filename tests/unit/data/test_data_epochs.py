@@ -35,7 +35,7 @@ def test_epoch_clock_state_round_trips_through_json(generator: object) -> None:
     assert state["epoch"] == 1
     assert state["offset"] == 3
     other = EpochClock(generator)
-    other.load(state, {"sampler": "X"})
+    other.load(state, {"sampler": "X"}, total=5)
     resumed = other.begin()
     assert (resumed.index, resumed.seed, resumed.start) == (1, record.seed, 3)
     assert other.begin().index == 2
@@ -46,16 +46,16 @@ def test_epoch_clock_rejects_foreign_states() -> None:
     clock = EpochClock(1)
     state = clock.state({"sampler": "X", "length": 4}, total=4)
     with pytest.raises(ValueError, match="length is 4 in the state but 5 here"):
-        clock.load(state, {"sampler": "X", "length": 5})
+        clock.load(state, {"sampler": "X", "length": 5}, total=5)
     with pytest.raises(ValueError, match="state version must be 1"):
-        clock.load({**state, "version": 99}, {"sampler": "X", "length": 4})
+        clock.load({**state, "version": 99}, {"sampler": "X", "length": 4}, total=4)
     numpy_state = EpochClock(np.random.default_rng(0)).state({}, total=1)
     with pytest.raises(ValueError, match=r"numpy\.random\.Generator state"):
-        clock.load(numpy_state, {})
+        clock.load(numpy_state, {}, total=1)
     with pytest.raises(ValueError, match=r"state is missing \['offset'\]"):
-        clock.load({k: v for k, v in state.items() if k != "offset"}, {})
+        clock.load({k: v for k, v in state.items() if k != "offset"}, {}, total=4)
     with pytest.raises(TypeError, match="state must be a dict"):
-        clock.load([], {})  # type: ignore[arg-type]
+        clock.load([], {}, total=4)  # type: ignore[arg-type]
 
 
 def test_a_fixed_fresh_seed_is_kept_for_its_epoch_only() -> None:

@@ -288,6 +288,33 @@ def test_load_state_dict_rejects_another_sampler_or_length() -> None:
         SequentialSampler(range(5)).load_state_dict(state)
 
 
+@pytest.mark.parametrize(
+    ("key", "value", "valid"),
+    [
+        ("offset", -3, "from 0 to 10"),  # would replay three indices: 13 in an epoch of 10
+        ("offset", 11, "from 0 to 10"),  # past the epoch's end: an empty epoch
+        ("offset", 2.5, "from 0 to 10"),
+        ("offset", "3", "from 0 to 10"),
+        ("offset", True, "from 0 to 10"),
+        ("epoch", -1, ">= 0"),
+        ("epoch", None, ">= 0"),
+    ],
+)
+def test_load_state_dict_refuses_an_epoch_or_offset_that_is_not_a_count(
+    key: str, value: object, valid: str
+) -> None:
+    """An edited or corrupted state is refused, naming the value, before any index is wrong."""
+    sampler = RandomSampler(range(10), generator=3)
+    iterator = iter(sampler)
+    next(iterator)
+    state = sampler.state_dict()
+    fresh = RandomSampler(range(10), generator=3)
+    with pytest.raises(ValueError, match=f"state {key} must be an int {valid}, got {value!r}"):
+        fresh.load_state_dict({**state, key: value})
+    fresh.load_state_dict({**state, "offset": np.int64(1)})  # a NumPy count is still a count
+    assert list(fresh) == list(iterator)  # resumed after the first index, as saved
+
+
 def test_batch_sampler_state_delegates() -> None:
     """BatchSampler's state is its inner sampler's; a plain iterable has none."""
     inner = RandomSampler(range(10), generator=2)
