@@ -145,6 +145,11 @@ def map_arrays(data: Any, convert: Callable[[Any], Any]) -> Any:
     sequences, as the collation made them); arrays of strings or objects, NumPy strings, and
     every other leaf are kept. The loader turns collated batches into torch's this way.
     """
+    data_type = type(data)
+    if data_type is np.ndarray and data.dtype.kind in _NUMERIC_KINDS:
+        return convert(data)  # the common leaf, decided in one look (the door's every batch)
+    if data_type is list:
+        return [map_arrays(item, convert) for item in data]
     if isinstance(data, (np.ndarray, np.generic)):
         if isinstance(data, (np.str_, np.bytes_)) or (
             isinstance(data, np.ndarray) and _STR_OR_OBJECT_DTYPE.search(data.dtype.str)
@@ -153,9 +158,6 @@ def map_arrays(data: Any, convert: Callable[[Any], Any]) -> Any:
         return convert(data)
     if _torch.is_tensor(data) or isinstance(data, (str, bytes)):
         return data
-    data_type = type(data)
-    if data_type is list:
-        return [map_arrays(item, convert) for item in data]
     if data_type is dict:
         return {key: map_arrays(value, convert) for key, value in data.items()}
     if isinstance(data, collections.abc.Mapping):

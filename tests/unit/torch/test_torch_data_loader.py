@@ -6,8 +6,10 @@ with 0 and 2 workers (processes and threads where it applies).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import random
+import warnings
 from typing import Any
 
 import numpy as np
@@ -22,6 +24,7 @@ from torch_door_helpers import (
     batches_as_lists,
 )
 
+import stoker._torch as stoker_torch
 import stoker.data as stoker_data
 import stoker.torch.data as door
 
@@ -161,6 +164,51 @@ def test_without_batching_samples_convert_as_torchs_default_convert() -> None:
         theirs = list(torch_data.DataLoader(Samples(kind, 3), batch_size=None))
         for mine, other in zip(ours, theirs, strict=True):
             assert_same_batch(mine, other)
+
+
+_ARRAYS = {
+    "float32": np.arange(12, dtype=np.float32).reshape(3, 4),
+    "bool": np.array([True, False]),
+    "uint16": np.arange(3, dtype=np.uint16),
+    "complex64": np.ones(2, dtype=np.complex64),
+    "0-d": np.array(3.5),
+    "strided": np.arange(16.0).reshape(4, 4)[:, ::2],
+    "negative strides": np.arange(5)[::-1],
+    "big-endian": np.arange(3, dtype=">i4"),
+    "datetime": np.zeros(2, dtype="M8[s]"),
+    "read-only": np.frombuffer(bytes(16), dtype=np.float32),
+    "scalar": np.float32(2.5),
+}
+
+
+def _conversion(convert: Any, value: Any) -> Any:
+    """What a conversion gives: the tensor's dtype, shape, strides and memory, or its error."""
+    try:
+        tensor = convert(value)
+    except (TypeError, ValueError) as err:
+        return type(err), str(err)
+    assert torch.equal(tensor, torch.as_tensor(value))
+    same_memory = isinstance(value, np.ndarray) and tensor.data_ptr() == value.ctypes.data
+    return tensor.dtype, tuple(tensor.shape), tensor.stride(), same_memory
+
+
+@pytest.mark.parametrize("name", list(_ARRAYS))
+def test_the_doors_array_conversion_is_torchs_as_tensor(
+    name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The door turns each NumPy leaf into a tensor by a shortcut (from_numpy for a writable
+    array); the tensor, the memory it shares and the error are as_tensor's, and a read-only
+    array still goes through as_tensor, for its warning (torch gives it once a process)."""
+    value = _ARRAYS[name]
+    warnings.simplefilter("ignore")  # the read-only array's (this test's scope: pytest resets)
+    assert _conversion(stoker_torch.as_tensor, value) == _conversion(torch.as_tensor, value)
+    calls: list[Any] = []
+    real = torch.as_tensor
+    monkeypatch.setattr(torch, "as_tensor", lambda array: calls.append(array) or real(array))
+    with contextlib.suppress(TypeError, ValueError):
+        stoker_torch.as_tensor(value)
+    shortcut = isinstance(value, np.ndarray) and value.flags.writeable
+    assert len(calls) == (0 if shortcut else 1)
 
 
 def _slab_ranges() -> list[tuple[int, int]]:
