@@ -254,6 +254,17 @@ def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
     return seen
 
 
+def _wait_status(pid: int, timeout: float) -> int:
+    """Reap ``pid`` within ``timeout`` seconds and return its wait status; fail if it is alive."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.02)
+    raise AssertionError(f"stoker logs show --follow (pid {pid}) did not end {timeout} s after ^C")
+
+
 def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
     """--follow on a terminal redraws in place as points arrive; Ctrl-C exits 0, no traceback."""
     writer = SummaryWriter(str(tmp_path), flush_secs=1)
@@ -261,6 +272,7 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
         writer.add_scalar("loss", 1.0 / (step + 1), step)
     writer.flush()
     argv = [sys.executable, "-m", "stoker.cli", "logs", "show", str(tmp_path), "loss"]
+    reaped = False
     pid, fd = pty.fork()
     if pid == 0:  # the child: stoker on the pseudo-terminal, as a user's shell would run it
         os.environ["COLUMNS"] = "70"
@@ -277,12 +289,14 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
         assert b"tag loss: 9 points" in later
         os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
         rest = _read_until(fd, b"\x00never", 5)
-        _, status = os.waitpid(pid, 0)
+        status = _wait_status(pid, 30)
+        reaped = True
     finally:
         writer.close()
-        with contextlib.suppress(ProcessLookupError, ChildProcessError):
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        if not reaped:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
         os.close(fd)
     assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
     assert os.WEXITSTATUS(status) == 0
