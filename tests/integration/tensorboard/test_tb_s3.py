@@ -147,11 +147,18 @@ def test_rotated_files_are_uploaded_once_and_tensorboard_reads_them(
     assert writer.file_writer is not None
     growing = Path(writer.file_writer.event_writer.path)
     assert growing.parent.parent == stage
-    time.sleep(0.3)
-    for _ in range(10):
+    # The upload thread's first put makes its own S3 client; on a loaded machine that and moto's
+    # reply can take seconds. Poll for the rotated files (30 s at most), flushing all the while,
+    # at least ten times: nothing is added, so the growing file stays open and no flush may
+    # upload it.
+    deadline = time.monotonic() + 30
+    for flushes in itertools.count(1):
         writer.flush()
-    fs.invalidate_cache()
-    uploaded_before_close = {p.rsplit("/", 1)[1] for p in fs.find(f"{bucket}/run")}
+        fs.invalidate_cache()
+        uploaded_before_close = {p.rsplit("/", 1)[1] for p in fs.find(f"{bucket}/run")}
+        if (uploaded_before_close and flushes >= 10) or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
     assert uploaded_before_close
     assert growing.name not in uploaded_before_close
     writer.close()
