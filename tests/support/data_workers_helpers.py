@@ -311,6 +311,42 @@ class SlowTailDataset(RangeDataset):
         return super().__getitem__(index)
 
 
+MARKER_CAP = 30.0
+"""Seconds a handshake waits for its marker file: a broken loader fails slowly, never hangs."""
+
+
+def wait_for_marker(path: str | Path, within: float = MARKER_CAP) -> bool:
+    """Wait up to ``within`` seconds for the file ``path`` to exist; return whether it does.
+
+    Workers are separate processes, so handshakes between a test and its workers go through
+    files (in the test's tmp_path), not events.
+    """
+    deadline = time.monotonic() + within
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+class GatedDataset(RangeDataset):
+    """Index ``gate`` (every index when None) waits, up to 30 s, for the file ``marker``.
+
+    The test creates the marker when it is ready for the fetch to finish, so an outcome that
+    must come before that fetch cannot depend on how fast a sleeping worker is woken.
+    """
+
+    def __init__(self, n: int, gate: int | None, marker: str | Path) -> None:
+        super().__init__(n)
+        self.gate = gate
+        self.marker = str(marker)
+
+    def __getitem__(self, index: int) -> Any:
+        if self.gate is None or index == self.gate:
+            wait_for_marker(self.marker)
+        return super().__getitem__(index)
+
+
 class SteadyDataset(RangeDataset):
     """Sleeps ``delay`` seconds on every sample."""
 

@@ -31,6 +31,7 @@ from data_workers_helpers import (
     failing_init,
     kind_kwargs,
     wait_all_gone,
+    wait_for_marker,
 )
 
 from stoker.data import DataLoader
@@ -230,21 +231,26 @@ def test_spawn_worker_that_cannot_load_the_dataset_is_reported(
 
 
 class _EndsItsWorker(RangeDataset):
-    """Ends the worker process that fetches index ``bad``, the way ``how`` says, ``delay``
-    seconds after starting on it; index 0 takes ``first`` seconds."""
+    """Ends the worker process that fetches index ``bad``, the way ``how`` says.
 
-    def __init__(self, n: int, bad: int, how: str, delay: float = 0.0, first: float = 0.0) -> None:
+    With ``markers`` (a folder), the fetches are ordered by files in it, each wait capped at
+    30 s: index ``bad`` creates ``on-bad`` and then waits for ``end-now`` before ending its
+    worker; index 0 waits for ``on-bad`` first.
+    """
+
+    def __init__(self, n: int, bad: int, how: str, markers: Path | None = None) -> None:
         super().__init__(n)
         self.bad = bad
         self.how = how
-        self.delay = delay
-        self.first = first
+        self.markers = None if markers is None else str(markers)
 
     def __getitem__(self, index: int) -> Any:
-        if index == 0:
-            time.sleep(self.first)
+        if index == 0 and self.markers is not None:
+            wait_for_marker(os.path.join(self.markers, "on-bad"))
         if index == self.bad:
-            time.sleep(self.delay)
+            if self.markers is not None:
+                Path(self.markers, "on-bad").touch()
+                wait_for_marker(os.path.join(self.markers, "end-now"))
             if self.how == "sys.exit":
                 sys.exit(4)
             if self.how == "KeyboardInterrupt":
@@ -296,16 +302,20 @@ def test_a_dying_worker_is_always_reported_as_dead_and_closes_the_iterator(
 
 
 @pytest.mark.parametrize(("how", "expected"), _ENDINGS)
-def test_a_task_written_to_a_dead_worker_reports_that_death(how: str, expected: str) -> None:
+def test_a_task_written_to_a_dead_worker_reports_that_death(
+    how: str, expected: str, tmp_path: Path
+) -> None:
     """A task written into a dead worker's closed pipe is reported as that worker's death.
 
-    Made deterministic: worker 1 answers index 1 while worker 0 is slow on index 0, then ends
-    while it holds index 3; the consumer waits until it is gone, so the next next() delivers
-    the buffered batch 1 and writes task 5 into worker 1's closed pipe without waiting first.
-    Batches buffered before the death come in order; then the dead-worker error, then the end.
+    Made deterministic by marker files, not sleeps: worker 1 answers index 1 and starts on
+    index 3 before worker 0 may finish index 0, so batch 1 is received no later than batch 0;
+    worker 1 ends only once batch 0 is delivered, and the consumer waits until it is gone, so
+    the next next() delivers the buffered batch 1 and writes task 5 into worker 1's closed pipe
+    without waiting first. Batches buffered before the death come in order; then the
+    dead-worker error, then the end.
     """
     loader = DataLoader(
-        _EndsItsWorker(10, bad=3, how=how, delay=0.5, first=0.3),
+        _EndsItsWorker(10, bad=3, how=how, markers=tmp_path),
         batch_size=1,
         num_workers=2,
         multiprocessing_context="fork",
@@ -313,7 +323,8 @@ def test_a_task_written_to_a_dead_worker_reports_that_death(how: str, expected: 
     iterator = iter(loader)
     pid = iterator.worker_pids[1]
     got = [int(next(iterator)[1][0])]
-    assert not wait_all_gone([pid], within=5)
+    (tmp_path / "end-now").touch()
+    assert not wait_all_gone([pid], within=10)
     with pytest.raises(RuntimeError, match="exited unexpectedly") as caught:
         got.extend(int(labels[0]) for _, labels in iterator)
     assert got in ([0, 1], [0, 1, 2])  # batch 2 (worker 0) may come before the report
