@@ -22,6 +22,7 @@ import pytest
 from data_workers_helpers import (
     SUPPORT,
     WORKER_KINDS,
+    GatedDataset,
     RangeDataset,
     SteadyDataset,
     WorkerWatch,
@@ -168,28 +169,29 @@ def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: P
     """Exit, an uncaught error, Ctrl-C (SIGINT to the group), a killed main: workers end in 5 s."""
     script = tmp_path / "main.py"
     script.write_text(SCRIPT.format(here=SUPPORT))
-    proc = subprocess.Popen(
+    # `with` closes the pipes and reaps the child; a child still running is killed first, so
+    # a timeout stays this test's failure instead of a ResourceWarning in a later one.
+    with subprocess.Popen(
         [sys.executable, str(script), mode, method],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
         start_new_session=True,
-    )
-    try:
-        ready, _, _ = select.select([proc.stdout], [], [], 60)
-        assert ready, "the child script printed no worker pids within 60 s"
-        assert proc.stdout is not None
-        pids = json.loads(proc.stdout.readline())
-        assert len(pids) == 2
-        if mode == "interrupt":
-            os.killpg(proc.pid, signal.SIGINT)
-        elif mode == "sigkill":
-            os.kill(proc.pid, signal.SIGKILL)
-        _, stderr = proc.communicate(timeout=30)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    ) as proc:
+        try:
+            ready, _, _ = select.select([proc.stdout], [], [], 60)
+            assert ready, "the child script printed no worker pids within 60 s"
+            assert proc.stdout is not None
+            pids = json.loads(proc.stdout.readline())
+            assert len(pids) == 2
+            if mode == "interrupt":
+                os.killpg(proc.pid, signal.SIGINT)
+            elif mode == "sigkill":
+                os.kill(proc.pid, signal.SIGKILL)
+            _, stderr = proc.communicate(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
     assert not wait_all_gone(pids, within=5)
     if mode == "interrupt":
         assert "KeyboardInterrupt" in stderr
@@ -200,19 +202,27 @@ def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: P
 
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
-def test_ctrl_c_while_waiting_closes_the_iterator(kind: str) -> None:
+def test_ctrl_c_while_waiting_closes_the_iterator(kind: str, tmp_path: Path) -> None:
     """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once
-    (a thread once its current fetch returns)."""
+    (a thread once its current fetch returns).
+
+    Every fetch waits for a marker (30 s at most) that is created only after the interrupt, so
+    no batch can arrive first however late the timer thread runs; the main thread sees the
+    interrupt at its next wake-up, within a CHECK_INTERVAL.
+    """
+    release = tmp_path / "release"
     watch = WorkerWatch(kind)
-    iterator = iter(DataLoader(SteadyDataset(10, 0.6), num_workers=2, **kind_kwargs(kind)))
+    dataset = GatedDataset(10, gate=None, marker=release)
+    iterator = iter(DataLoader(dataset, num_workers=2, **kind_kwargs(kind)))
     workers = watch.started()
     assert len(workers) == 2
-    timer = threading.Timer(0.3, _thread.interrupt_main)
+    timer = threading.Timer(1.0, _thread.interrupt_main)
     timer.start()
     try:
         with pytest.raises(KeyboardInterrupt):
             next(iterator)
     finally:
         timer.cancel()
+        release.touch()
     assert iterator.closed
     assert not watch.alive_after(workers, within=5)
