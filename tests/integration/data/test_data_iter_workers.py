@@ -9,6 +9,7 @@ from __future__ import annotations
 import multiprocessing
 import random
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from data_workers_helpers import (
     ALL_KINDS,
     WORKER_KINDS,
     CountingDataset,
+    GatedDataset,
     GetItemsDataset,
     RangeDataset,
     ReplicatedStream,
@@ -245,13 +247,25 @@ def test_large_batches_keep_two_ahead() -> None:
 
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
-def test_in_order_false_yields_ready_batches_first(kind: str) -> None:
-    """in_order=False lets fast batches overtake a slow one; in_order=True keeps sampler order."""
-    dataset = SlowDataset(6, slow=0, delay=0.6)
+def test_in_order_false_yields_ready_batches_first(kind: str, tmp_path: Path) -> None:
+    """in_order=False lets fast batches overtake a slow one; in_order=True keeps sampler order.
+
+    Index 0 is held until the first batch is yielded (by a marker, 30 s at most), so only a
+    loader that yields ready batches first can start with another one, however slowly the
+    other worker starts; a loader that waits for batch 0 yields it once the cap runs out.
+    """
+    release = tmp_path / "release-0"
     kwargs: dict[str, Any] = {"num_workers": 2, **kind_kwargs(kind)}
-    unordered = [int(b[1][0]) for b in DataLoader(dataset, in_order=False, **kwargs)]
-    assert unordered[0] != 0
-    assert sorted(unordered) == list(range(6))
+    gated = GatedDataset(6, gate=0, marker=release)
+    with iter(DataLoader(gated, in_order=False, **kwargs)) as iterator:
+        try:
+            first = int(next(iterator)[1][0])
+        finally:
+            release.touch()
+        rest = [int(b[1][0]) for b in iterator]
+    assert first != 0
+    assert sorted([first, *rest]) == list(range(6))
+    dataset = SlowDataset(6, slow=0, delay=0.6)
     ordered = [int(b[1][0]) for b in DataLoader(dataset, **kwargs)]
     assert ordered == list(range(6))
 
