@@ -74,14 +74,19 @@ from stoker.tensorboard import SummaryWriter
 writer = SummaryWriter(sys.argv[1], max_queue=100000)
 for step in range(100):
     writer.add_scalar("x", float(step), step)
-time.sleep(1.6)
+time.sleep(5)
 print("ready", flush=True)
 time.sleep(60)
 """
 
 
 def test_sigkill_loses_at_most_the_last_second(tmp_path: Path) -> None:
-    """Events added more than a flush interval before SIGKILL are in the file."""
+    """Events added well over a flush interval (1 s) before SIGKILL are in the file.
+
+    The child waits 5 s, not just over the interval, so a writer thread woken late on a loaded
+    machine still writes in time; a writer that waits for flush_secs (120 s), a full queue or
+    exit (which SIGKILL skips) still leaves the file without them.
+    """
     process = subprocess.Popen(
         [sys.executable, "-c", _KILL_SCRIPT, str(tmp_path)], stdout=subprocess.PIPE, text=True
     )
