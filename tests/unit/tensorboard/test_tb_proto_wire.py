@@ -56,17 +56,18 @@ def test_vectorised_unpacking_agrees_with_decoding_one_varint_at_a_time(payload:
 
 
 def test_millions_of_packed_varints_decode_at_c_speed() -> None:
-    """Two million packed varints of every length decode in well under a second.
+    """Two million packed varints of every length decode in well under a second of CPU.
 
     One decode_varint call per value took about 1 us: two seconds here, and a fuzzed file of
-    a few tens of megabytes took minutes through read_events.
+    a few tens of megabytes took minutes through read_events. The bound is on this thread's
+    CPU time, so time spent waiting for a core on a loaded machine does not count.
     """
     import time
 
     values = np.random.default_rng(0).integers(0, 2**63, size=2_000_000, dtype=np.int64)
     values >>= np.random.default_rng(1).integers(0, 63, size=values.size).astype(np.int64)
     payload = wire.pack_varints(values)
-    started = time.perf_counter()
+    started = time.thread_time()
     decoded = wire.unpack_varints_array(payload)
-    assert time.perf_counter() - started < 1.0
+    assert time.thread_time() - started < 1.0
     assert np.array_equal(decoded.view(np.int64), values)
