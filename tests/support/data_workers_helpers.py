@@ -264,17 +264,20 @@ class CountingDataset(RangeDataset):
         return super().__getitem__(index)
 
 
-def settle_counter(counter: Any) -> int:
-    """Wait until a shared counter stops moving for 0.3 s (at most 3 s); return it."""
-    last, deadline = -1, time.monotonic() + 3
-    while time.monotonic() < deadline:
-        with counter.get_lock():
-            value = int(counter.value)
-        if value == last:
-            return value
-        last = value
-        time.sleep(0.3)
-    return last
+def counter_settles_at(counter: Any, expected: int, within: float = 30.0, hold: float = 0.5) -> int:
+    """Wait up to ``within`` seconds for a shared counter to reach ``expected``, then ``hold``
+    seconds more; return its value then.
+
+    A slow worker (one not started yet, or waiting for a core) only delays the count; a loader
+    that fetches too much shows it by overshooting during the hold, one that fetches too
+    little by falling short once ``within`` runs out.
+    """
+    deadline = time.monotonic() + within
+    while counter.value < expected and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(hold)
+    with counter.get_lock():
+        return int(counter.value)
 
 
 def process_alive(pid: int) -> bool:

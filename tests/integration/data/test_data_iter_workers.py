@@ -26,9 +26,9 @@ from data_workers_helpers import (
     SlowDataset,
     UnevenStream,
     WhoDataset,
+    counter_settles_at,
     kind_kwargs,
     ran_in_workers,
-    settle_counter,
     tag_worker,
 )
 
@@ -202,16 +202,17 @@ def test_at_most_prefetch_factor_times_workers_batches_outstanding(
         for yielded in (1, 4):
             while iterator._num_yielded < yielded:
                 next(iterator)
-            fetched = settle_counter(counter)
-            assert fetched == yielded + prefetch_factor * 2
+            expected = yielded + prefetch_factor * 2
+            assert counter_settles_at(counter, expected) == expected
 
 
-def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int) -> int:
-    """Yield ``yielded`` batches, let the workers settle; return how many they loaded ahead."""
+def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int, ahead: int) -> int:
+    """Yield ``yielded`` batches, wait for the workers to load ``ahead`` more and hold a while;
+    return how many they loaded ahead."""
     with iter(loader) as iterator:
         while iterator._num_yielded < yielded:
             next(iterator)
-        return settle_counter(counter) - yielded
+        return counter_settles_at(counter, yielded + ahead) - yielded
 
 
 @pytest.mark.parametrize("kind", ["fork", "thread"])
@@ -228,7 +229,7 @@ def test_an_unset_prefetch_factor_goes_deeper_for_small_batches(
     )
     deep = prefetch_factor is None and kind == "fork"
     depth = AUTO_PREFETCH if deep else 2
-    assert _outstanding_after(loader, counter, 10) == depth * 2
+    assert _outstanding_after(loader, counter, 10, depth * 2) == depth * 2
     assert loader.stats()["prefetch_depth"] == depth
     assert [int(labels[0]) for _, labels in loader] == list(range(100))
 
@@ -242,7 +243,7 @@ def test_large_batches_keep_two_ahead() -> None:
         num_workers=2,
         multiprocessing_context="fork",
     )
-    assert _outstanding_after(loader, counter, 10) == 4
+    assert _outstanding_after(loader, counter, 10, 4) == 4
     assert loader.stats()["prefetch_depth"] == 2
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from data_workers_helpers import WORKER_KINDS, CountingDataset, kind_kwargs, settle_counter
+from data_workers_helpers import WORKER_KINDS, CountingDataset, counter_settles_at, kind_kwargs
 
 from stoker.data import DataLoader, Dataset, IterableDataset, get_worker_info, sample_rng
 
@@ -157,8 +157,8 @@ def test_the_window_fills_once_the_split_first_batch_is_collated(kind: str) -> N
         **kind_kwargs(kind),
     )
     with iter(loader) as iterator:
-        assert settle_counter(counter) == 4
+        assert counter_settles_at(counter, 4) == 4
         _, labels = next(iterator)
         assert labels.tolist() == [0, 1, 2, 3]
-        assert settle_counter(counter) == 4 + 4 * 4
+        assert counter_settles_at(counter, 4 + 4 * 4) == 4 + 4 * 4
         assert [b[1].tolist() for b in iterator] == [list(range(i, i + 4)) for i in range(4, 40, 4)]
