@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
+from collections.abc import Iterator
 
 
 def python_stdout(code: str, timeout: float = 60) -> str:
@@ -30,3 +32,24 @@ def python_run(code: str, *args: str, timeout: float = 60) -> subprocess.Complet
         timeout=timeout,
         check=False,
     )
+
+
+@contextlib.contextmanager
+def reaped() -> Iterator[list[subprocess.Popen[str]]]:
+    """A list for started processes; on leaving, those still running are killed, and every one
+    has its pipes closed and is reaped.
+
+    A test that times out waiting for one of several processes then fails alone: no process
+    is left running and no pipe is left open for the garbage collector to report (as a
+    ResourceWarning, an error under ``filterwarnings = error``) in whichever test runs next.
+    """
+    procs: list[subprocess.Popen[str]] = []
+    try:
+        yield procs
+    finally:
+        for proc in procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in procs:
+            with proc:  # Popen's exit closes the pipes and waits
+                pass

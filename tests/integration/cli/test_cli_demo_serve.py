@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -38,6 +39,18 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def _kill_tree(pid: int, known: set[int]) -> None:
+    """SIGKILL the demo's process group and every process found below it (TensorBoard runs in
+    a session of its own), so a demo that did not stop in time is this test's failure alone:
+    the `with` block can then reap it and close its pipes."""
+    below = known | _descendants(pid)  # before the kill: orphans no longer show below it
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pid, signal.SIGKILL)
+    for child in below:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child, signal.SIGKILL)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("sig", "code"),
@@ -50,18 +63,26 @@ def test_demo_tensorboard_ends_what_it_started(tmp_path: Path, sig: int, code: i
         sys.executable, "-m", "stoker.cli", "demo", "--epochs", "1", "--samples", "200",
         "--workers", "0", "--logdir", str(tmp_path / "run"), "--tensorboard", "--port", str(port),
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     children: set[int] = set()
-    try:
-        base = f"http://127.0.0.1:{port}"
-        runs = tb_server.poll(lambda: tb_server.get_json(base, "/data/runs"), lambda r: "." in r)
-        assert runs is not None
-        assert "." in runs
-        children = _descendants(process.pid)
-        assert children, "TensorBoard should run below the demo"
-    finally:
-        process.send_signal(sig)
-        out, err = process.communicate(timeout=60)
+    base = f"http://127.0.0.1:{port}"
+    with subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    ) as process:
+        try:
+            runs = tb_server.poll(
+                lambda: tb_server.get_json(base, "/data/runs"), lambda r: "." in r
+            )
+            assert runs is not None
+            assert "." in runs
+            children = _descendants(process.pid)
+            assert children, "TensorBoard should run below the demo"
+        finally:
+            process.send_signal(sig)
+            try:
+                out, err = process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                _kill_tree(process.pid, children)
+                raise
     assert process.returncode == code, err[-2000:]
     assert f"http://127.0.0.1:{port}/" in out
     assert "Traceback" not in err

@@ -35,29 +35,37 @@ def _run_ranks(mode: str, world: int, tmp_path: Path) -> list[dict[str, Any]]:
     port = _free_port()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [SUPPORT, env.get("PYTHONPATH")]))
-    processes = []
-    for rank in range(world):
-        rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world))
-        if mode == "torch":  # the process group, not the environment, must provide the rank
-            rank_env.pop("RANK")
-            rank_env.pop("WORLD_SIZE")
-        out = tmp_path / f"rank{rank}.json"
-        command = [sys.executable, HELPER, mode, str(rank), str(world), str(port), str(out)]
-        processes.append(
-            subprocess.Popen(
-                command, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-            )
-        )
+    processes: list[subprocess.Popen[str]] = []
     errors = []
-    for process in processes:
-        try:
-            _, stderr = process.communicate(timeout=90)
-        except subprocess.TimeoutExpired:
-            for other in processes:
-                other.kill()
-            pytest.fail("a rank process did not finish within 90 s")
-        if process.returncode != 0:
-            errors.append(stderr)
+    try:
+        for rank in range(world):
+            rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world))
+            if mode == "torch":  # the process group, not the environment, must provide the rank
+                rank_env.pop("RANK")
+                rank_env.pop("WORLD_SIZE")
+            out = tmp_path / f"rank{rank}.json"
+            command = [sys.executable, HELPER, mode, str(rank), str(world), str(port), str(out)]
+            processes.append(
+                subprocess.Popen(
+                    command, env=rank_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+                )
+            )
+        for process in processes:
+            try:
+                _, stderr = process.communicate(timeout=90)
+            except subprocess.TimeoutExpired:
+                pytest.fail("a rank process did not finish within 90 s")
+            if process.returncode != 0:
+                errors.append(stderr)
+    finally:
+        # kill the ranks still running, then close every pipe and reap every process, so a
+        # timeout leaves no process or open pipe behind to fail a later test's ResourceWarning
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+        for process in processes:
+            with process:
+                pass
     assert not errors, "\n".join(errors)
     return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world)]
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from tb_loaders import tb_scalars
+from tb_subprocess import reaped
 
 import stoker.tensorboard as stb
 
@@ -200,21 +201,19 @@ with tb.rank_writer({log_dir!r}, policy={policy!r}) as writer:
 def test_rank_writer_in_subprocesses_with_rank_env(policy: str, tmp_path: Path) -> None:
     """Processes told their rank by RANK/WORLD_SIZE log once (rank0) or once per rank."""
     code = textwrap.dedent(RANK_CHILD).format(log_dir=str(tmp_path), policy=policy, points=POINTS)
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", code],
-            env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(PROCESSES)},
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(PROCESSES)
-    ]
-    for proc in procs:
-        try:
+    with reaped() as procs:
+        for rank in range(PROCESSES):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", code],
+                    env={**os.environ, "RANK": str(rank), "WORLD_SIZE": str(PROCESSES)},
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for proc in procs:
             _, err = proc.communicate(timeout=60)
-        finally:
-            proc.kill()
-        assert proc.returncode == 0, err
+            assert proc.returncode == 0, err
     if policy == "rank0":
         (file,) = tmp_path.iterdir()
         assert tb_scalars(tmp_path, "x") == [(step, float(step)) for step in range(POINTS)]
@@ -251,21 +250,19 @@ def test_rank_writer_takes_the_rank_from_an_initialized_process_group(tmp_path: 
         port = sock.getsockname()[1]
     init = f"tcp://127.0.0.1:{port}"
     env = {**os.environ, "RANK": "7", "WORLD_SIZE": "9"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", TORCH_CHILD, str(rank), init, str(tmp_path)],
-            env=env,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(2)
-    ]
-    for proc in procs:
-        try:
+    with reaped() as procs:
+        for rank in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", TORCH_CHILD, str(rank), init, str(tmp_path)],
+                    env=env,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for proc in procs:
             _, err = proc.communicate(timeout=90)
-        finally:
-            proc.kill()
-        assert proc.returncode == 0, err
+            assert proc.returncode == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rank_0", "rank_1"]
     for rank in range(2):
         assert tb_scalars(tmp_path / f"rank_{rank}", "x") == [(0, float(rank))]

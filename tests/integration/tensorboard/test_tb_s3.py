@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tb_loaders import tb_scalars
+from tb_subprocess import reaped
 
 import stoker.tensorboard as stb
 from stoker.tensorboard import _remote
@@ -272,18 +273,19 @@ def test_ranks_and_a_forked_child_write_one_s3_experiment(
         writer.close()
     """
     env = {"AWS_ENDPOINT_URL_S3": endpoint, "WORLD_SIZE": "2"}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", textwrap.dedent(code)],
-            env={**os.environ, **CREDENTIALS, **env, "RANK": str(rank)},
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for rank in range(2)
-    ]
-    for proc in procs:
-        _, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err
+    with reaped() as procs:
+        for rank in range(2):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-c", textwrap.dedent(code)],
+                    env={**os.environ, **CREDENTIALS, **env, "RANK": str(rank)},
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+            )
+        for proc in procs:
+            _, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err
     fs = checker(endpoint)
     local = download(fs, f"{bucket}/exp", tmp_path / "copy")
     assert sorted(p.name for p in local.iterdir()) == ["rank_0", "rank_1"]
