@@ -103,7 +103,9 @@ def test_containers_do_not_warn(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(_memory.WARN_ENV, "8")
     loader, caught = _epochs(sd.RecordSequence(_records(200_000)), 2.5)
     loader.close()
-    assert caught == []
+    # only the copy warning counts: the record is process-wide, and a ResourceWarning the
+    # collector raises for something an earlier test leaked may land in it
+    assert [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)] == []
     assert loader.stats()["worker_uss_growth_total"] < 8 * 2**20
 
 
@@ -113,7 +115,7 @@ def test_without_proc_figures_are_none_and_it_never_warns(monkeypatch: pytest.Mo
     monkeypatch.setattr(_memory, "private_bytes", lambda pid: None)
     loader, caught = _epochs(_records(50_000), 1.5)
     loader.close()
-    assert caught == []
+    assert [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)] == []
     stats = loader.stats()
     assert stats["worker_uss_start"] == {0: None, 1: None}
     assert stats["worker_uss_growth_total"] is None
