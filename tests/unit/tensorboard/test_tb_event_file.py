@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import socket
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -58,27 +59,47 @@ def test_flush_returns_once_everything_is_in_the_file(tmp_path: Path) -> None:
 
 
 def test_events_reach_the_file_within_about_a_second(tmp_path: Path) -> None:
-    """Without flush() or a full queue, the writer thread still writes within ~1 s."""
+    """Without flush() or a full queue, the writer thread still writes on its ~1 s timer.
+
+    The bound is 10 s, not ~1 s, so a writer thread woken late on a loaded machine passes;
+    waiting for flush_secs (120 s) or a full queue (1000 events) still fails.
+    """
     writer = stb.SummaryWriter(tmp_path, max_queue=1000, flush_secs=120)
-    writer.add_scalar("x", 1.0, 1)
-    deadline = time.monotonic() + 5
-    while not scalar_steps(only_file(tmp_path)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    waited = 5 - (deadline - time.monotonic())
-    assert scalar_steps(only_file(tmp_path)) == [1]
-    assert waited < 2.5
-    writer.close()
+    try:
+        writer.add_scalar("x", 1.0, 1)
+        started = time.monotonic()
+        deadline = started + 30
+        while not scalar_steps(only_file(tmp_path)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        waited = time.monotonic() - started
+        assert scalar_steps(only_file(tmp_path)) == [1]
+        assert waited < 10
+    finally:
+        writer.close()
 
 
 def test_queue_is_bounded_when_the_disk_is_slow(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With a slow disk, callers wait instead of queueing without limit; nothing is lost."""
+    """With a slow disk, callers wait instead of queueing without limit; nothing is lost.
+
+    The writer thread's first write waits (10 s at most) until the caller has queued all but
+    one event of a backlog, so the queue surely grows past the lower bound however little of
+    a core the caller gets; the upper bound (one backlog) is what add()'s drain wait enforces.
+    """
     from stoker.tensorboard import _event_file
 
     real_write = _event_file._write_all
+    held = False
 
     def slow_write(fd: int, data: bytes) -> None:
+        nonlocal held
+        if not held and threading.current_thread() is not threading.main_thread():
+            held = True  # the writer thread's first batch; the file's header is written by open()
+            state = _state(writer)
+            deadline = time.monotonic() + 10
+            while len(state.pending) < state.backlog_events - 1 and time.monotonic() < deadline:
+                time.sleep(0.001)
         time.sleep(0.005)
         real_write(fd, data)
 
