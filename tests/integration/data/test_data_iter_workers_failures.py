@@ -25,6 +25,7 @@ from data_workers_helpers import (
     WORKER_KINDS,
     DyingDataset,
     FailingDataset,
+    GatedDataset,
     RangeDataset,
     SlowDataset,
     WorkerWatch,
@@ -167,20 +168,30 @@ def test_worker_killed_from_outside_is_noticed(start_method: str) -> None:
 
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
-def test_timeout_raises_naming_the_timeout(kind: str) -> None:
+def test_timeout_raises_naming_the_timeout(kind: str, tmp_path: Path) -> None:
     """A batch slower than timeout raises RuntimeError naming the timeout, on time; closing
-    ends the workers (a thread once its slow fetch returns: threads cannot be stopped)."""
+    ends the workers (a thread once its slow fetch returns: threads cannot be stopped).
+
+    The slow fetch waits for a marker (30 s at most) created only after the raise, so the
+    batch cannot arrive first however late the main thread wakes at its deadline; the upper
+    bound can then be a loose 5 s, and a timeout that never fires still fails it.
+    """
+    release = tmp_path / "release"
     watch = WorkerWatch(kind)
-    dataset = SlowDataset(4, slow=0, delay=1.5)
+    dataset = GatedDataset(4, gate=0, marker=release)
     loader = DataLoader(dataset, num_workers=1, timeout=0.4, **kind_kwargs(kind))
-    with iter(loader) as iterator:
-        workers = watch.started()
-        assert len(workers) == 1
-        start = time.monotonic()
-        with pytest.raises(RuntimeError, match=r"timed out after 0\.4 seconds") as caught:
-            next(iterator)
-        assert 0.35 < time.monotonic() - start < 1.4
-        assert "timeout=0.4" in str(caught.value)
+    try:
+        with iter(loader) as iterator:
+            workers = watch.started()
+            assert len(workers) == 1
+            start = time.monotonic()
+            with pytest.raises(RuntimeError, match=r"timed out after 0\.4 seconds") as caught:
+                next(iterator)
+            assert 0.35 < time.monotonic() - start < 5
+            release.touch()  # the fetch may end now; closing must still end the worker
+            assert "timeout=0.4" in str(caught.value)
+    finally:
+        release.touch()  # also when an assertion failed: no worker waits out the cap
     assert not watch.alive_after(workers, within=5)
 
 
