@@ -595,6 +595,7 @@ loader, so every loader draws the same crops and flips and the batches can be co
 JPEG_CACHE = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".cache", "jpeg-500x375")
 JPEG_RUNS = (
     ("plain", 2),
+    ("plain-thread", 2),
     ("stoker", 0),
     ("stoker", 2),
     ("stoker-whole", 2),
@@ -604,7 +605,9 @@ JPEG_RUNS = (
     ("spdl", 2),
     ("grain", 2),
 )
-"""``(loader, workers)`` of the JPEG table; ``plain`` is the loop with no loader (the limit).
+"""``(loader, workers)`` of the JPEG table; ``plain`` is the loop with no loader (the limit),
+``plain-thread`` the same loop in two threads of one process (the limit for thread workers:
+the dataset's own Python holds the GIL, and two threads take turns for it).
 stoker's loaders run with ``split_first_batch=True`` but ``stoker-whole``, which loads its first
 batch in one piece as torch does."""
 _MEAN = np.array([0.485, 0.456, 0.406], dtype=np.float32)
@@ -851,6 +854,29 @@ def _plain_run(root: str, n: int, workers: int) -> tuple[list[int], str | None, 
     return labels, check, float("nan")
 
 
+def _plain_threads_run(root: str, n: int, workers: int) -> tuple[list[int], str | None, float]:
+    """Run the plain loop in ``workers`` threads of this process; return labels, check, nan."""
+    import threading
+
+    results: list[tuple[list[int], str | None]] = [([], None)] * workers
+
+    def run(worker: int) -> None:
+        labels: list[int] = []
+        check = None
+        for images, batch_labels in _jpeg_batches(root, n, worker, workers):
+            if check is None and worker == 0:
+                check = _batch_check(images, batch_labels)
+            labels.extend(batch_labels.tolist())
+        results[worker] = (labels, check)
+
+    threads = [threading.Thread(target=run, args=(worker,)) for worker in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return [label for labels, _ in results for label in labels], results[0][1], float("nan")
+
+
 def jpeg_child(loader: str, n: int, workers: int) -> dict[str, Any]:
     """One JPEG measurement: rate, CPU over the process tree, peak RSS, first batch, check."""
     root = jpeg_folder(count=n)
@@ -859,8 +885,9 @@ def jpeg_child(loader: str, n: int, workers: int) -> dict[str, Any]:
     cpu_start = _cpu_seconds()
     started = time.perf_counter()
     check_seconds = 0.0
-    if loader == "plain":
-        labels, check, ttfb = _plain_run(root, n, workers)
+    if loader in ("plain", "plain-thread"):
+        run = _plain_run if loader == "plain" else _plain_threads_run
+        labels, check, ttfb = run(root, n, workers)
         elapsed = time.perf_counter() - started
         release: Callable[[], None] = lambda: None  # noqa: E731 - nothing to release
     else:
