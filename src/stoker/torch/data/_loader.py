@@ -9,7 +9,8 @@ What makes the batches and the randomness torch's:
 * ``collate_fn`` defaults to torch's own ``default_collate`` (``default_convert`` without
   automatic batching), as in torch; the engine recognises it, collates with stoker's NumPy path
   (into shared-memory slabs with process workers) and turns the batch into tensors in the main
-  process with ``torch.as_tensor``, which maps slab memory without copying;
+  process with ``torch.from_numpy`` (``torch.as_tensor`` for a read-only array, for torch's
+  warning), which maps slab memory without copying;
 * ``generator=None`` draws from torch's global generator, as torch draws (a base seed per
   iterator, then the sampler's seed), because the program has imported torch;
 * with no sampler given, the samplers are the door's (stoker's and torch's at once) inside
