@@ -718,15 +718,20 @@ def _jpeg_batches(root: str, n: int, worker: int, workers: int) -> Iterator[tupl
         yield np.stack([x for x, _ in samples]), np.array([y for _, y in samples])
 
 
-def _plain_worker(root: str, n: int, worker: int, workers: int, conn: Any) -> None:
-    """The plain loop's process: its share of the batches, nothing sent but a summary."""
+def _plain_share(root: str, n: int, worker: int, workers: int) -> tuple[list[int], str | None]:
+    """One share of the plain loop: its batches' labels, and worker 0's first batch's check."""
     labels: list[int] = []
     check = None
     for images, batch_labels in _jpeg_batches(root, n, worker, workers):
         if check is None and worker == 0:
             check = _batch_check(images, batch_labels)
         labels.extend(batch_labels.tolist())
-    conn.send((labels, check))
+    return labels, check
+
+
+def _plain_worker(root: str, n: int, worker: int, workers: int, conn: Any) -> None:
+    """The plain loop's process: its share of the batches, nothing sent but a summary."""
+    conn.send(_plain_share(root, n, worker, workers))
     conn.close()
 
 
@@ -861,13 +866,7 @@ def _plain_threads_run(root: str, n: int, workers: int) -> tuple[list[int], str 
     results: list[tuple[list[int], str | None]] = [([], None)] * workers
 
     def run(worker: int) -> None:
-        labels: list[int] = []
-        check = None
-        for images, batch_labels in _jpeg_batches(root, n, worker, workers):
-            if check is None and worker == 0:
-                check = _batch_check(images, batch_labels)
-            labels.extend(batch_labels.tolist())
-        results[worker] = (labels, check)
+        results[worker] = _plain_share(root, n, worker, workers)
 
     threads = [threading.Thread(target=run, args=(worker,)) for worker in range(workers)]
     for thread in threads:

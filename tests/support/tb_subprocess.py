@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 
 
@@ -53,3 +55,15 @@ def reaped() -> Iterator[list[subprocess.Popen[str]]]:
         for proc in procs:
             with proc:  # Popen's exit closes the pipes and waits
                 pass
+
+
+def wait_status(pid: int, timeout: float) -> int | None:
+    """Reap the child ``pid`` within ``timeout`` seconds: its wait status, or None if it is
+    still running then (an unbounded ``os.waitpid`` would hang the test to pytest-timeout)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return status
+        time.sleep(0.02)
+    return None

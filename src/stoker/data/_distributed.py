@@ -354,9 +354,7 @@ class DistributedSampler(Sampler[T_co]):
 
     def _rank_position(self, state: dict[str, Any]) -> tuple[PositionSet, Share | None]:
         """Read one rank's saved position: offset, delivered ranges and share."""
-        offset = state.get("offset")
-        if type(offset) is not int or offset < 0:
-            raise ValueError(f"state offset must be an int >= 0, got {offset!r}")
+        offset = state_count(state, "offset")
         done = PositionSet.from_json(
             {"watermark": offset, "ranges": state.get("delivered", [])}, "state's delivered"
         )

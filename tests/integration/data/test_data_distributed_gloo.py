@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from data_workers_helpers import SUPPORT
+from tb_subprocess import reaped
 
 HELPER = str(Path(SUPPORT) / "data_gloo_helpers.py")
 N = 29
@@ -35,9 +36,8 @@ def _run_ranks(mode: str, world: int, tmp_path: Path) -> list[dict[str, Any]]:
     port = _free_port()
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [SUPPORT, env.get("PYTHONPATH")]))
-    processes: list[subprocess.Popen[str]] = []
     errors = []
-    try:
+    with reaped() as processes:  # a timeout leaves no rank running and no pipe open
         for rank in range(world):
             rank_env = dict(env, RANK=str(rank), WORLD_SIZE=str(world))
             if mode == "torch":  # the process group, not the environment, must provide the rank
@@ -57,15 +57,6 @@ def _run_ranks(mode: str, world: int, tmp_path: Path) -> list[dict[str, Any]]:
                 pytest.fail("a rank process did not finish within 90 s")
             if process.returncode != 0:
                 errors.append(stderr)
-    finally:
-        # kill the ranks still running, then close every pipe and reap every process, so a
-        # timeout leaves no process or open pipe behind to fail a later test's ResourceWarning
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-        for process in processes:
-            with process:
-                pass
     assert not errors, "\n".join(errors)
     return [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(world)]
 

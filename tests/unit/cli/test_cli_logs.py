@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from tb_events import write_raw_events
 from tb_stores import without_aws_credentials
+from tb_subprocess import wait_status
 
 from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
@@ -254,17 +255,6 @@ def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
     return seen
 
 
-def _wait_status(pid: int, timeout: float) -> int:
-    """Reap ``pid`` within ``timeout`` seconds and return its wait status; fail if it is alive."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return status
-        time.sleep(0.02)
-    raise AssertionError(f"stoker logs show --follow (pid {pid}) did not end {timeout} s after ^C")
-
-
 def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
     """--follow on a terminal redraws in place as points arrive; Ctrl-C exits 0, no traceback."""
     writer = SummaryWriter(str(tmp_path), flush_secs=1)
@@ -289,7 +279,8 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
         assert b"tag loss: 9 points" in later
         os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
         rest = _read_until(fd, b"\x00never", 5)
-        status = _wait_status(pid, 30)
+        status = wait_status(pid, 30)
+        assert status is not None, f"stoker logs show --follow ({pid}) did not end 30 s after ^C"
         reaped = True
     finally:
         writer.close()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from tb_events import only_file, scalar_steps
-from tb_subprocess import python_run
+from tb_subprocess import python_run, wait_status
 
 import stoker.tensorboard as stb
 
@@ -102,12 +102,9 @@ def test_sigkill_loses_at_most_the_last_second(tmp_path: Path) -> None:
 
 
 def _wait_child(pid: int, timeout: float = 20.0) -> int:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        time.sleep(0.02)
+    status = wait_status(pid, timeout)
+    if status is not None:
+        return os.waitstatus_to_exitcode(status)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
     raise AssertionError(f"forked child {pid} hung")
