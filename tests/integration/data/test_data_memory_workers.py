@@ -64,6 +64,25 @@ def test_stats_report_each_process_workers_private_memory() -> None:
     assert stats["worker_uss_growth_total"] == sum(stats["worker_uss_growth"].values())
 
 
+def test_the_first_batch_waits_on_no_memory_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first batch reaches the caller before any worker's memory is read; the reading for
+    each worker's first batch is taken at the next batch (or when stats are asked for)."""
+    reads: list[int] = []
+    real = _memory.private_bytes
+    monkeypatch.setattr(_memory, "private_bytes", lambda pid: reads.append(pid) or real(pid))
+    loader = sd.DataLoader(list(range(40)), batch_size=4, num_workers=2)
+    batches = iter(loader)
+    next(batches)
+    assert reads == []
+    next(batches)
+    assert len(reads) == 1  # worker 0's first reading, one batch later
+    rest = list(batches)
+    assert len(rest) == 8
+    stats = loader.stats()
+    assert set(stats["worker_uss_start"]) == {0, 1}
+    assert all(size is not None and size > 0 for size in stats["worker_uss_start"].values())
+
+
 @pytest.mark.parametrize(
     "kwargs", [{"num_workers": 0}, {"num_workers": 2, "worker_type": "thread"}]
 )

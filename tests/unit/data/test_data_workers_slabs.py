@@ -163,6 +163,22 @@ def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:
     assert not reply[2]["x"].flags.owndata
 
 
+def test_a_workers_first_large_batch_is_stacked_straight_into_its_slab(pair: _Pair) -> None:
+    """The first large batch is collated into slab memory (sized from its first sample), not
+    into private memory first and then copied: one slab, the collated array a view on it, and
+    the batch equal to default_collate's."""
+    samples = _image_batch(2)
+    collated = pair.writer.collate(samples)
+    assert pair.writer.large
+    assert len(pair.writer.slabs) == 1
+    slab = next(iter(pair.writer.slabs.values()))
+    assert np.shares_memory(collated[0], slab.array)
+    data = pair.writer.encode(Reply(0, BATCH, collated, Meta(busy=0.0)))
+    batch = pair.reader.decode(bytes(data))[2]
+    np.testing.assert_array_equal(batch[0], default_collate(samples)[0])
+    assert not batch[0].flags.owndata
+
+
 def test_small_batches_go_inline(pair: _Pair) -> None:
     """A batch under the threshold is pickled through the pipe: no slab is created."""
     reply = pair.send([np.arange(3), np.arange(3)])

@@ -237,7 +237,14 @@ class SlabWriter:
         self._share = whole / max(samples, 1)
 
     def collate(self, batch: Sequence[Any]) -> Any:
-        """``default_collate`` that stacks array leaves straight into the current slab."""
+        """``default_collate`` that stacks array leaves straight into the current slab.
+
+        Until batches are known to be large, the first sample's arrays times the batch's length
+        decide it before collating: a worker's first large batch is stacked into its slab once,
+        rather than into private memory and then copied into a new slab.
+        """
+        if not self.large and batch:
+            self._turns_large(array_bytes(batch[0], 1) * len(batch))
         return collate(batch, collate_fn_map=self._fn_map)
 
     # -- pickling -----------------------------------------------------------------------------
@@ -283,7 +290,7 @@ class SlabWriter:
         try:
             if reply.status is not BATCH:
                 return ForkingPickler.dumps(reply)
-            if self.large or self._turns_large(reply.payload):
+            if self.large or self._turns_large(array_bytes(reply.payload, 0)):
                 return self._encode_large(reply)
             return ForkingPickler.dumps(reply)
         except BaseException:
@@ -292,9 +299,9 @@ class SlabWriter:
         finally:
             self._finish_batch()
 
-    def _turns_large(self, batch: Any) -> bool:
-        """Switch to slab mode when ``batch``'s arrays reach the threshold; say whether it did."""
-        own = array_bytes(batch, 0)
+    def _turns_large(self, own: int) -> bool:
+        """Switch to slab mode when a batch of ``own`` array bytes reaches the threshold; say
+        whether it did."""
         size = int(own * self._share)
         if size < self.threshold:
             return False
