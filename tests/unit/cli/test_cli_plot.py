@@ -94,7 +94,7 @@ def test_plot_writes_svg_and_honours_options(logdir: Path, tmp_path: Path) -> No
     ("argv", "message"),
     [
         (["nope"], "no run has the scalar tag 'nope'"),
-        (["loss", "--smoothing", "1.5"], "smoothing must be"),
+        (["loss", "--smoothing", "1.5"], "argument --smoothing: must be a number in [0, 1)"),
         (["loss", "--run", "zzz"], "no run named 'zzz'"),
     ],
 )
