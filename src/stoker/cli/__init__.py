@@ -17,8 +17,12 @@ __all__ = ["build_parser", "main"]
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """Return the parser for the ``stoker`` command and its subcommands."""
-    parser = argparse.ArgumentParser(
+    """Return the parser for the ``stoker`` command and its subcommands.
+
+    A bad command line is one line on stderr naming the option, the value and what is valid,
+    and exit status 2.
+    """
+    parser = _commands.Parser(
         prog="stoker",
         description=(
             "Feed a training loop and watch its gauges: stoker.data loads batches, "

@@ -14,7 +14,8 @@ Errors (a missing directory, no event files, an unknown tag or run, a directory 
 listed, a store that cannot be used, a file that is not an event file) print one line on stderr
 naming the path, the cause and the fix, and exit with status 2. A bad record is skipped and
 reported the same way by every subcommand: one warning line on stderr after the output, and the
-command still succeeds (``ls`` lists a tag whose values cannot be decoded as ``(malformed)``).
+command still succeeds (``ls`` lists a tag whose values cannot be decoded as ``(malformed)``;
+``show`` and ``plot``'s time axes leave out a point whose wall time is not a date).
 
 Event files are untrusted: everything printed that came from one (run names, tags, hparams,
 warning and error lines) goes through :func:`printable`, so that escape sequences in a tag
@@ -40,6 +41,7 @@ from typing import Any, TextIO
 import numpy as np
 
 from stoker.cli._chart import MIN_WIDTH, chart
+from stoker.cli._walltimes import dated
 from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader, ScalarSeries, is_url
 
 __all__ = ["SPARK_CHARS", "main", "printable", "sparkline"]
@@ -244,8 +246,9 @@ def _cmd_ls(args: argparse.Namespace, out: TextIO) -> None:
 
 
 def _scalars(reader: Reader, args: argparse.Namespace) -> ScalarSeries:
+    """The tag's points, less those whose wall time is not a date (a warning names them)."""
     try:
-        return reader.scalars(args.tag, args.run)
+        series = reader.scalars(args.tag, args.run)
     except EventFileError as err:
         kinds = [
             kind for kind, tags in reader.tags().items() if kind != "scalars" and args.tag in tags
@@ -255,6 +258,10 @@ def _scalars(reader: Reader, args: argparse.Namespace) -> ScalarSeries:
                 f"tag {args.tag!r} holds {kinds[0]}; `stoker logs show` shows scalar tags only"
             ) from err
         raise _UsageError(str(err)) from err
+    run = args.run
+    if run is None:  # the one run with the tag, or reader.scalars would have raised
+        run = next(name for name in reader.runs if args.tag in reader.tags(name)["scalars"])
+    return dated(series, run, args.tag)
 
 
 def _render_show(series: ScalarSeries, args: argparse.Namespace, columns: int) -> list[str]:
@@ -379,9 +386,13 @@ def main(args: argparse.Namespace) -> int:
 
 def _report(caught: list[warnings.WarningMessage]) -> None:
     """Print the reader's warnings as one line each; pass any other warning on as it was."""
+    shown: set[str] = set()  # --follow meets the same damage at every redraw: say it once
     for warning in caught:
         if issubclass(warning.category, CorruptRecordWarning):
-            sys.stderr.write(f"stoker logs: warning: {printable(str(warning.message))}\n")
+            line = f"stoker logs: warning: {printable(str(warning.message))}\n"
+            if line not in shown:
+                shown.add(line)
+                sys.stderr.write(line)
         else:
             warnings.warn_explicit(
                 warning.message, warning.category, warning.filename, warning.lineno

@@ -3,7 +3,9 @@
 One chart per tag, every run that has the tag overlaid in its own colour (the same colour for a
 run on every chart) with a legend; the line is smoothed the way TensorBoard smooths it, with the
 raw values drawn faintly behind. The x axis is the step, the wall time, or the hours since the
-run's first point (TensorBoard's "relative"); the y axis may be logarithmic. matplotlib is an
+run's first point (TensorBoard's "relative"); the y axis may be logarithmic. On a time axis, a
+point whose wall time is not a date (``1e300``, ``nan``: a damaged file) is left out with a
+warning naming its run and tag (:mod:`stoker.cli._walltimes`). matplotlib is an
 optional extra, imported only here, with the Agg backend (no display needed).
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from stoker.cli._walltimes import dated
 from stoker.tensorboard import Reader
 
 __all__ = ["AXES", "FORMATS", "MissingExtraError", "plot", "smooth"]
@@ -115,6 +118,10 @@ def plot(
         MissingExtraError: if matplotlib is not installed.
         ValueError: for an unknown format, axis or smoothing, or a tag that no run holds as
             scalars.
+
+    Warns:
+        CorruptRecordWarning: for a run and tag with points whose wall time is not a date,
+            which are left out when ``x`` is ``"wall"`` or ``"relative"``.
     """
     suffix = output[output.rfind(".") :].lower() if "." in output else ""
     if suffix not in FORMATS:
@@ -144,6 +151,8 @@ def plot(
         for chart, tag in zip(axes.flat, tags, strict=False):
             for run in per_tag[tag]:
                 series = reader.scalars(tag, run)
+                if x != "step":  # a time axis: a wall time that is not a date has no place
+                    series = dated(series, run, tag)
                 xs = _x_values(x, series.step, series.wall_time)
                 colour = colour_of[run]
                 if smoothing > 0:

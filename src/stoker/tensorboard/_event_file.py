@@ -13,10 +13,13 @@ A write that fails stops the thread, and every later ``add``, ``flush`` and ``cl
 ``OSError`` of the same kind (``FileNotFoundError``, ``OSError`` with ``ENOSPC`` for a full
 disk...) naming the file and how many events were lost; until ``close()`` and a reopen, nothing
 more is accepted. A file removed while it is open (its log dir deleted) takes writes without
-error on POSIX, into a file nobody can read again: the thread checks after every write, and on
-every ``flush()``, that the file still has a name (``st_nlink``), and treats a nameless file as
-a failed write, ``FileNotFoundError`` as torch raises. ``fsync`` errors count as failed writes
-too (a network file system or a full disk may report them only there).
+error on POSIX, into a file nobody can read again: the thread checks after every write, on
+every ``flush()`` and at every idle wake-up (at least every ``flush_interval``), that the file
+still has a name (``st_nlink``), and treats a nameless file as a failed write,
+``FileNotFoundError`` as torch raises, naming the removed directory. ``add`` itself does not
+check (an ``fstat`` would cost a third of an ``add_scalar``): an event added between the
+removal and the thread's next check is accepted and counted among the lost. ``fsync`` errors
+count as failed writes too (a network file system or a full disk may report them only there).
 
 ``flush()`` returns only once everything added before it is in the file. What happens at exit,
 in ``multiprocessing`` children and after ``os.fork()`` is ``_process_hooks``'s: every open
@@ -125,10 +128,20 @@ class FileState:
         self.dest.file_closed(self.path, empty=self.file_events == 0)
 
     def _check_named(self, fd: int) -> None:
-        """Raise ``FileNotFoundError`` if the open file was removed: what it holds is lost."""
+        """Raise ``FileNotFoundError`` if the open file was removed: what it holds is lost.
+
+        The message names the directory when that is what went (``rm -rf`` of the log dir).
+        """
         if os.fstat(fd).st_nlink == 0:
+            directory = os.path.dirname(self.path)
+            if os.path.isdir(directory):
+                what = "event file"
+            elif isinstance(self.dest, LocalDestination):
+                what = f"log directory {directory!r}"
+            else:
+                what = f"staging directory {directory!r} of {self.logdir!r}"
             raise FileNotFoundError(
-                errno.ENOENT, "event file was removed while the writer had it open", self.path
+                errno.ENOENT, f"{what} was removed while the writer had it open", self.path
             )
 
     def failure(self) -> OSError | RuntimeError:
@@ -329,7 +342,7 @@ class FileState:
                         self.file_bytes += len(data)
                         self.file_events += len(batch)
                         dirty = True
-                elif flush_ticket > self.flush_done and self.fd is not None:
+                elif self.fd is not None:  # a flush, or the wake-up every flush_interval
                     self._check_named(self.fd)
                 if not closing:
                     self._end_file_if_due()

@@ -44,6 +44,8 @@ _PROTOCOL_PACKAGES = {
     "abfs": "adlfs",
     "abfss": "adlfs",
     "hf": "huggingface_hub",
+    "http": "aiohttp",  # fsspec's HTTPFileSystem is built on aiohttp (fsspec's http extra)
+    "https": "aiohttp",
 }
 
 
@@ -76,7 +78,7 @@ def _import_fsspec(url: str) -> Any:
             ) from err
         raise ImportError(
             f"log dir {url!r} is a URL, which needs fsspec; install it with {_INSTALL_HINT}"
-            " (and s3fs for s3://, gcsfs for gs://)"
+            " (and s3fs for s3://, gcsfs for gs://, aiohttp for http://)"
         ) from err
     return fsspec
 
@@ -103,7 +105,13 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tu
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))
     except ImportError as err:
         protocol = url.split("://", 1)[0].lower()
-        package = _PROTOCOL_PACKAGES.get(protocol, f"the fsspec package for {protocol}://")
+        package = _PROTOCOL_PACKAGES.get(protocol)
+        if package is None:  # fsspec's own message, and the import it failed, name it
+            cause = f" ({err.__cause__})" if err.__cause__ is not None else ""
+            raise ImportError(
+                f"log dir {url!r} needs a package that fsspec's {protocol}:// filesystem "
+                f"imports: {err}{cause}; install that package with pip"
+            ) from err
         raise ImportError(
             f"log dir {url!r} needs {package}; install it with pip install {package} "
             f"(fsspec itself comes with {_INSTALL_HINT})"

@@ -64,6 +64,16 @@ class SummaryWriter:
     TensorBoard reads the run as one. Projector files (:meth:`add_embedding`) are written to the
     store directly.
 
+    A log dir removed while the writer is open (``rm -rf``) gives no error by itself on POSIX:
+    the open event file loses its name and goes on taking writes that nobody can read. The
+    writer thread checks that the file still has a name after each write and whenever it wakes,
+    at least once a second; from that check on, every ``add_*`` call, :meth:`flush` and
+    :meth:`close` raises ``FileNotFoundError`` naming the removed directory and how many events
+    were not written. So an ``add_*`` call made more than about a second after the removal
+    raises; calls in that second return normally and their events are counted as not written
+    (checking at every call would cost a third of ``add_scalar``'s time). :meth:`flush` and
+    :meth:`close` check at once: the first of them after the removal raises.
+
     Example:
         >>> with SummaryWriter(tmp_dir) as writer:  # doctest: +SKIP
         ...     writer.add_scalar("loss", 0.5, global_step=1)

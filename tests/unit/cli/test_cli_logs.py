@@ -611,3 +611,55 @@ def test_ls_skips_a_fifo_named_like_an_event_file_instead_of_blocking(tmp_path: 
     (line,) = done.stderr.splitlines()
     assert line.startswith("stoker logs: warning: ")
     assert "it is a FIFO, not a regular file" in line
+
+
+_UNDATED = [1e300, float("nan"), float("inf"), -1e20, 1e12]  # no datetime holds them
+
+
+def _undated_log(directory: Path) -> Path:
+    """A run whose loss points at odd steps have wall times that are not dates."""
+    with SummaryWriter(str(directory / "a")) as writer:
+        for step in range(10):
+            wall = _UNDATED[step // 2] if step % 2 else 1000.0 + step
+            writer.add_scalar("loss", float(step), step, walltime=wall)
+    return directory
+
+
+@pytest.mark.parametrize("run", [[], ["--run", "a"]])
+def test_show_leaves_out_points_whose_wall_time_is_not_a_date_with_one_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], run: list[str]
+) -> None:
+    """show draws and lists the dated points and warns once, naming the run and the tag, about
+    the five whose wall time is 1e300, nan, inf, -1e20 or year 33658 (the table printed them as
+    numbers in the date column)."""
+    logdir = _undated_log(tmp_path)
+    assert run_cli(["logs", "show", str(logdir), "loss", "--all", *run]) == 0
+    captured = capsys.readouterr()
+    (line,) = captured.err.splitlines()
+    assert line.startswith("stoker logs: warning: run 'a' tag 'loss': 5 point(s)")
+    assert "1e+300" in line
+    lines = captured.out.splitlines()
+    assert lines[0] == "tag loss: 5 points"
+    start = next(index for index, text in enumerate(lines) if text.startswith("STEP"))
+    rows = [text.split() for text in lines[start + 1 :]]
+    assert [row[0] for row in rows] == ["0", "2", "4", "6", "8"]
+    assert all(row[1].startswith("1970-01-01T00:16:") for row in rows)
+
+
+def test_follow_warns_once_about_the_same_undated_points_at_every_redraw(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--follow redraws when a point arrives; the undated points it meets again are reported in
+    one warning line at Ctrl-C, not one per redraw."""
+    logdir = _undated_log(tmp_path)
+
+    def more() -> None:
+        with SummaryWriter(str(logdir / "a")) as writer:
+            writer.add_scalar("loss", 1.0, 10)
+
+    _follow_with(monkeypatch, [more])
+    assert run_cli(["logs", "show", str(logdir), "loss", "--follow"]) == 0
+    captured = capsys.readouterr()
+    assert captured.out.count("tag loss:") == 2  # drawn, then redrawn with the new point
+    (line,) = captured.err.splitlines()
+    assert "run 'a' tag 'loss': 5 point(s)" in line

@@ -94,7 +94,7 @@ def test_plot_writes_svg_and_honours_options(logdir: Path, tmp_path: Path) -> No
     ("argv", "message"),
     [
         (["nope"], "no run has the scalar tag 'nope'"),
-        (["loss", "--smoothing", "1.5"], "smoothing must be"),
+        (["loss", "--smoothing", "1.5"], "argument --smoothing: must be a number in [0, 1)"),
         (["loss", "--run", "zzz"], "no run named 'zzz'"),
     ],
 )
@@ -139,3 +139,25 @@ def test_run_names_and_tags_with_dollars_are_drawn_as_they_are(tmp_path: Path) -
     done = _stoker("logs", "plot", str(tmp_path), tag, "-o", str(tmp_path / "x.png"))
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "x.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("axis", ["wall", "relative"])
+def test_points_whose_wall_time_is_not_a_date_are_left_out_of_time_axes(
+    tmp_path: Path, axis: str
+) -> None:
+    """On a time axis, points with wall time 1e300, nan, inf or -1e20 are skipped with one
+    warning naming the run and tag, and the others are drawn (--x wall raised OverflowError)."""
+    with SummaryWriter(str(tmp_path / "a")) as writer:
+        for step in range(40):
+            wall = (1e300, float("nan"), float("inf"), -1e20)[step % 4] if step % 5 == 0 else None
+            writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=wall)
+    output = tmp_path / "x.png"
+    done = _stoker("logs", "plot", str(tmp_path), "loss", "--x", axis, "-o", str(output))
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("stoker logs: warning: run 'a' tag 'loss': 8 point(s)")
+    assert line.endswith("skipping them")
+    image = np.asarray(Image.open(output).convert("RGB")).astype(np.int64)
+    drawn = (np.abs(image - np.array(RUN_COLOURS["a"])).sum(axis=2) < 30).sum()
+    assert drawn > 200, f"the dated points are barely drawn ({drawn} pixels)"

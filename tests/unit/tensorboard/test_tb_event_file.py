@@ -139,8 +139,8 @@ def _state(writer: stb.SummaryWriter) -> Any:
 
 
 def _wait_for_failure(writer: stb.SummaryWriter) -> None:
-    """Wait until the writer thread has met the failure (its next write, within ~1 s)."""
-    deadline = time.monotonic() + 10
+    """Wait until the writer thread has met the failure (its next check, within ~1 s)."""
+    deadline = time.monotonic() + 30
     while _state(writer).error is None and time.monotonic() < deadline:
         time.sleep(0.01)
     assert _state(writer).error is not None
@@ -168,7 +168,7 @@ def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, 
     """Deleting the log dir of an open writer is FileNotFoundError at the next call, as in torch.
 
     The open file still takes writes once it has no name, so without a check every later point
-    would vanish; flush() finds out at once, add_* once the thread has written (<= ~1 s).
+    would vanish; flush() finds out at once, add_* once the thread has checked (<= ~1 s).
     """
     logdir = tmp_path / "run"
     writer = stb.SummaryWriter(logdir)
@@ -180,6 +180,7 @@ def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, 
         _wait_for_failure(writer)
     with pytest.raises(FileNotFoundError, match="removed while the writer had it open") as raised:
         _NEXT_CALLS[call](writer)
+    assert f"log directory {str(logdir)!r} was removed" in str(raised.value)
     assert ("1 event(s) were not written" in str(raised.value)) == call.startswith("add")
     for later in ("add_scalar", "flush"):
         if call != "close":
@@ -188,6 +189,31 @@ def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, 
     with contextlib.suppress(FileNotFoundError):
         writer.close()
     assert not logdir.exists() or call == "close"
+
+
+@pytest.mark.parametrize("removed", ["log dir", "event file"])
+def test_a_removal_is_found_while_idle_so_the_first_add_after_it_raises(
+    tmp_path: Path, removed: str
+) -> None:
+    """With nothing added since, the thread's idle wake-up (every flush_interval) finds the log
+    dir or the file gone, and the first add_scalar raises FileNotFoundError naming what went;
+    it used to be accepted, and only the add after the thread's next write raised."""
+    logdir = tmp_path / "run"
+    writer = stb.SummaryWriter(logdir)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    if removed == "log dir":
+        shutil.rmtree(logdir)
+    else:
+        os.remove(_state(writer).path)
+    _wait_for_failure(writer)
+    with pytest.raises(FileNotFoundError, match="removed while the writer had it open") as raised:
+        writer.add_scalar("x", 2.0, 2)
+    named = f"log directory {str(logdir)!r}" if removed == "log dir" else "event file"
+    assert f"{named} was removed" in str(raised.value)
+    assert "were not written" not in str(raised.value)
+    with contextlib.suppress(FileNotFoundError):
+        writer.close()
 
 
 def test_full_disk_makes_the_next_add_raise_enospc(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 from collections.abc import Iterator
@@ -120,3 +121,39 @@ def test_is_url_is_public_and_its_example_holds() -> None:
     (test,) = finder.find(stb.is_url, "is_url", globs={"is_url": stb.is_url})
     result = doctest.DocTestRunner().run(test)
     assert (result.attempted, result.failed) == (1, 0)
+
+
+def _hide_backend(monkeypatch: pytest.MonkeyPatch, protocol: str, module: str) -> None:
+    """Make fsspec's ``protocol`` filesystem fail to import, as without ``module`` installed."""
+    registry = importlib.import_module("fsspec.registry")  # fsspec.registry is a mapping
+
+    monkeypatch.delitem(registry._registry, protocol, raising=False)
+    for name in list(sys.modules):
+        if name == module or name.startswith(f"{module}."):
+            monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, module, None)  # import raises ImportError
+    implementation = registry.known_implementations[protocol]["class"].rsplit(".", 1)[0]
+    monkeypatch.delitem(sys.modules, implementation, raising=False)
+
+
+@pytest.mark.parametrize(
+    ("url", "module", "hint"),
+    [
+        ("http://127.0.0.1:1/run", "aiohttp", "install it with pip install aiohttp (fsspec"),
+        ("https://example.invalid/run", "aiohttp", "install it with pip install aiohttp (fsspec"),
+        ("webdav://example.invalid/run", "webdav4", "Install webdav4 to access WebDAV"),
+    ],
+)
+def test_a_missing_backend_hint_is_a_real_command(
+    monkeypatch: pytest.MonkeyPatch, url: str, module: str, hint: str
+) -> None:
+    """http:// names aiohttp, the package fsspec's HTTPFileSystem needs, in a pip command that
+    runs (it said "pip install the fsspec package for http://"); a protocol with no known
+    package passes on fsspec's own hint, which names it."""
+    _hide_backend(monkeypatch, url.split("://", 1)[0], module)
+    with pytest.raises(ImportError) as raised:
+        _remote.filesystem(url)
+    message = str(raised.value)
+    assert hint in message
+    assert url in message
+    assert "pip install the" not in message
