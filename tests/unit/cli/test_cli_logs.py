@@ -55,6 +55,17 @@ def logdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def _subcommand(command: str, path: str, output: Path, run: str | None = None) -> list[str]:
+    """The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
+    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``."""
+    return {
+        "ls": ["logs", "ls", path],
+        "show": ["logs", "show", path, "loss", *(["--run", run] if run is not None else [])],
+        "export": ["logs", "export", path, "--csv", "-"],
+        "plot": ["logs", "plot", path, "loss", "-o", str(output)],
+    }[command]
+
+
 def _rows(text: str) -> list[list[str]]:
     return [line.split() for line in text.strip().splitlines()]
 
@@ -334,13 +345,7 @@ def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
 ) -> None:
     """A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
     line on stderr, and the command prints everything else and exits 0 (ls used to crash)."""
-    argv = {
-        "ls": ["logs", "ls", str(damaged)],
-        "show": ["logs", "show", str(damaged), "loss", "--run", "corrupt"],
-        "export": ["logs", "export", str(damaged), "--csv", "-"],
-        "plot": ["logs", "plot", str(damaged), "loss", "-o", str(tmp_path / "x.png")],
-    }[command]
-    assert run_cli(argv) == 0
+    assert run_cli(_subcommand(command, str(damaged), tmp_path / "x.png", run="corrupt")) == 0
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert lines
@@ -534,13 +539,7 @@ def test_a_log_dir_that_cannot_be_read_is_one_error_line_and_status_2(
 ) -> None:
     """Each way a log dir cannot be read is one line on stderr naming it, the cause and the fix."""
     path = where.format(tmp=unreadable)
-    argv = {
-        "ls": ["logs", "ls", path],
-        "show": ["logs", "show", path, "loss"],
-        "export": ["logs", "export", path, "--csv", "-"],
-        "plot": ["logs", "plot", path, "loss", "-o", str(unreadable / "x.png")],
-    }[command]
-    assert run_cli(argv) == 2
+    assert run_cli(_subcommand(command, path, unreadable / "x.png")) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
@@ -611,3 +610,50 @@ def test_ls_skips_a_fifo_named_like_an_event_file_instead_of_blocking(tmp_path: 
     (line,) = done.stderr.splitlines()
     assert line.startswith("stoker logs: warning: ")
     assert "it is a FIFO, not a regular file" in line
+
+
+@pytest.fixture
+def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
+    two cores or more is (parallel.PARALLEL_MIN_BYTES lowered to one byte; threads other tests
+    left behind would make the reader read in-process)."""
+    from stoker.tensorboard._read import parallel
+
+    for index in range(4):
+        with SummaryWriter(str(tmp_path / "logs" / f"run{index}")) as writer:
+            for step in range(20):
+                writer.add_scalar("loss", float(index * 100 + step), step)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    return tmp_path / "logs"
+
+
+@pytest.mark.parametrize("command", ["ls", "show", "export", "plot"])
+def test_a_killed_reader_worker_is_one_error_line_and_status_2(
+    large: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    """A reader worker SIGKILLed (as by the OOM killer) is one line on stderr naming the worker,
+    the signal and the run it held, and status 2; it was a BrokenProcessPool traceback."""
+    from stoker.tensorboard._read.run import RunData
+
+    parent = os.getpid()
+    original = RunData.load
+
+    def load(self: RunData) -> int:
+        if os.getpid() != parent and self.name == "run2":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+    assert run_cli(_subcommand(command, str(large), tmp_path / "x.png", run="run0")) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("stoker logs: error: reader worker "), line
+    assert "killed by signal SIGKILL" in line
+    assert "'run2'" in line

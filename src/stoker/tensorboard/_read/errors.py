@@ -19,7 +19,8 @@ class EventFileError(ValueError):
     (a FIFO, a text file) or cannot be listed, a store that cannot be used (its fsspec package
     missing, an unknown protocol, no credentials), an unknown run or tag (or a tag found in
     several runs without ``run=``), a file that cannot be read or that shrank below a saved
-    position, and a value whose payload is malformed when it is decoded (a tensor whose bytes
+    position, a worker process that died while reading runs (its signal and its runs named),
+    and a value whose payload is malformed when it is decoded (a tensor whose bytes
     do not match its shape, hparams plugin data that is not a valid message, an image Pillow
     cannot open, audio that is not PCM WAV). Bytes the reader cannot make sense of while it
     scans never raise: they are skipped with a :class:`CorruptRecordWarning`.

@@ -10,6 +10,7 @@ and :meth:`Reader.positions` saves where each file was left so that a later read
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import warnings
@@ -107,13 +108,15 @@ class Reader:
         workers: stoker extension. Processes that read runs at once: ``None`` (the default)
             uses every core (at most 8) when there are 32 MiB or more to read over two or
             more runs, else reads in this process; ``1`` always reads in this process.
-            Workers are forked, so a process with other threads running reads by itself.
+            Workers are forked, so a process with other threads running reads by itself. A
+            worker that dies (killed by the OOM killer) raises ``EventFileError``.
 
     Raises:
         TypeError: If ``path`` is not a path.
         ValueError: If a saved position's offset is not an int >= 0, or ``workers`` is not an
             int >= 1 or None.
-        EventFileError: If the path does not exist or a file cannot be read.
+        EventFileError: If the path does not exist, a file cannot be read, or a worker
+            process dies while it holds runs (the error names it, its signal and those runs).
 
     Warns:
         CorruptRecordWarning: For each corrupt stretch and malformed event skipped (here and in
@@ -163,7 +166,8 @@ class Reader:
             How many records were read.
 
         Raises:
-            EventFileError: If a file cannot be read or is shorter than where it was left.
+            EventFileError: If a file cannot be read or is shorter than where it was left, or
+                a worker process dies while it holds runs.
         """
         for run, files in find_event_files(self.path, self._warned).items():
             data = self._runs.get(run)
@@ -181,13 +185,15 @@ class Reader:
         runs = list(self._runs.values())
         workers = worker_count(self._workers, runs)
         count = 0
-        for data, records in load_runs(runs, workers):
-            count += records
-            if workers > 1:
-                self._runs[data.name] = data
-                if self._progress is not None:
-                    for reader in data.files.values():
-                        self._progress(reader.path, reader.position.offset, reader.position.offset)
+        with contextlib.closing(load_runs(runs, workers)) as loaded:  # ends workers at once
+            for data, records in loaded:
+                count += records
+                if workers > 1:
+                    self._runs[data.name] = data
+                    if self._progress is not None:
+                        for reader in data.files.values():
+                            offset = reader.position.offset
+                            self._progress(reader.path, offset, offset)
         return count
 
     def positions(self) -> dict[str, FilePosition]:
