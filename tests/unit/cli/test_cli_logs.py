@@ -10,10 +10,8 @@ import math
 import os
 import pty
 import re
-import select
 import signal
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import numpy as np
 import pytest
 from tb_events import write_raw_events
 from tb_stores import without_aws_credentials
-from tb_subprocess import wait_status
+from tb_subprocess import read_until, run_on_terminal, wait_status
 
 from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
@@ -252,20 +250,6 @@ def test_docstring_examples_run() -> None:
     assert result.failed == 0
 
 
-def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
-    """Read a pseudo-terminal until ``wanted`` appears or ``timeout`` passes."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while wanted not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-    return seen
-
-
 def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
     """--follow on a terminal redraws in place as points arrive; Ctrl-C exits 0, no traceback."""
     writer = SummaryWriter(str(tmp_path), flush_secs=1)
@@ -279,17 +263,17 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
         os.environ["COLUMNS"] = "70"
         os.execv(sys.executable, [*argv, "--follow", "--interval", "0.1", "--rows", "3"])
     try:
-        first = _read_until(fd, b"5 points", 30)
+        first = read_until(fd, b"5 points", 30)
         assert b"tag loss: 5 points" in first
         assert b"\x1b[H\x1b[2J" in first  # drawn in place: cursor home and clear
         assert any(0x2800 <= ord(ch) <= 0x28FF for ch in first.decode(errors="replace"))
         for step in range(5, 9):
             writer.add_scalar("loss", 1.0 / (step + 1), step)
         writer.flush()
-        later = _read_until(fd, b"9 points", 30)
+        later = read_until(fd, b"9 points", 30)
         assert b"tag loss: 9 points" in later
         os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
-        rest = _read_until(fd, b"\x00never", 5)
+        rest = read_until(fd, b"\x00never", 5)
         status = wait_status(pid, 30)
         assert status is not None, f"stoker logs show --follow ({pid}) did not end 30 s after ^C"
         reaped = True
@@ -657,3 +641,49 @@ def test_a_killed_reader_worker_is_one_error_line_and_status_2(
     assert line.startswith("stoker logs: error: reader worker "), line
     assert "killed by signal SIGKILL" in line
     assert "'run2'" in line
+
+
+# `stoker logs` with a lowered threshold: any log dir is "large", read by two workers.
+_LARGE_LOG_CLI = """
+import os, sys
+import stoker.cli._logs as logs
+from stoker.tensorboard._read import parallel, reader
+parallel.PARALLEL_MIN_BYTES = 1
+parallel.usable_cpu_count = lambda: 2
+logs._PROGRESS_AFTER = 0.0
+def load_runs(runs, workers, original=reader.load_runs):
+    with open(os.environ["WORKERS_SEEN"], "a") as seen:
+        seen.write(f"{workers}\\n")
+    return original(runs, workers)
+reader.load_runs = load_runs
+from stoker.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls", b"run3"),
+        ("show", b"tag loss: 20 points"),
+        ("export", b"run3,loss,19,"),
+        ("plot", b"wrote 1 chart(s) of 4 run(s)"),
+    ],
+)
+def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
+    large: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, expected: bytes
+) -> None:
+    """`stoker logs` on a terminal over a log dir read by worker processes prints its output,
+    shows reading progress (the workers' calls, drawn by the command) and exits 0; the runs
+    coming back held the progress callback and its sys.stderr: a TypeError traceback."""
+    seen = tmp_path / "workers"
+    monkeypatch.setenv("WORKERS_SEEN", str(seen))
+    monkeypatch.setenv("COLUMNS", "100")
+    argv = _subcommand(command, str(large), tmp_path / "x.png", run="run3")
+    status, output = run_on_terminal([sys.executable, "-c", _LARGE_LOG_CLI, *argv])
+    assert b"Traceback" not in output, output.decode(errors="replace")
+    assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 0, output.decode(errors="replace")
+    assert seen.read_text().split() == ["2"]  # two workers read it
+    assert expected in output
+    assert re.search(rb"stoker logs: reading \S+/logs/run\d/\S*tfevents\S*: 0 of 0 MiB", output)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import io
 import multiprocessing
 import multiprocessing.connection
 import os
@@ -147,4 +148,59 @@ def test_a_workers_error_is_raised_here_with_its_traceback(
     assert isinstance(cause, parallel.WorkerTraceback)
     assert "Traceback (most recent call last)" in str(cause)
     assert "in fail" in str(cause)
+    assert multiprocessing.active_children() == []
+
+
+class _Recorder:
+    """A progress callback that no pickle can carry: it holds an open text file, as the CLI's
+    holds sys.stderr (and a lambda would do too)."""
+
+    def __init__(self, stream: io.TextIOWrapper) -> None:
+        self.stream = stream
+        self.calls: list[tuple[int, str, int, int]] = []
+
+    def __call__(self, path: str, done: int, total: int) -> None:
+        self.calls.append((os.getpid(), path, done, total))
+
+
+def test_any_progress_callable_is_called_here_as_if_read_here(
+    logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A progress callable that cannot be pickled works with workers: each call a worker makes
+    is made in this process, the same calls as a read in this process makes; a later reload
+    read here calls it too (workers' runs get it back). It was a TypeError or PicklingError."""
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
+    with (tmp_path / "notes.txt").open("w") as stream:
+        here, there = _Recorder(stream), _Recorder(stream)
+        Reader(logdir, progress=here, workers=1)
+        reader = Reader(logdir, progress=there)  # workers=None: two, as for a large log dir
+        assert sorted(there.calls) == sorted(here.calls)
+        files = sorted(str(path) for path in logdir.glob("run*/*tfevents*"))
+        assert sorted(call[1] for call in there.calls) == files  # one window each
+        assert all(call[0] == os.getpid() and call[2] == call[3] > 0 for call in there.calls)
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)  # the reload: read here
+        with SummaryWriter(str(logdir / "run2")) as writer:
+            writer.add_scalar("loss", 9.0, 99)
+        there.calls.clear()
+        assert reader.reload() > 0
+        (new,) = {str(path) for path in (logdir / "run2").iterdir()} - set(files)
+        size = os.path.getsize(new)
+        assert there.calls == [(os.getpid(), new, size, size)]  # the one file with news
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("error", [RuntimeError("progress bar broke"), BrokenPipeError(32, "x")])
+def test_an_error_raised_by_progress_ends_the_read_with_that_error(
+    logdir: Path, workers: int, error: Exception
+) -> None:
+    """An error the progress callable raises (an OSError too: no worker died) is raised by the
+    reader, in this process or while workers read, and no worker is left running."""
+
+    def progress(path: str, done: int, total: int) -> None:
+        raise error
+
+    with pytest.raises(type(error)) as raised:
+        Reader(logdir, progress=progress, workers=workers)
+    assert raised.value is error
     assert multiprocessing.active_children() == []

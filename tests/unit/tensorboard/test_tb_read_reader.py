@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -15,6 +16,7 @@ from tb_loaders import accumulate
 from stoker.tensorboard import (
     CorruptRecordWarning,
     EventFileError,
+    EventFileReader,
     Reader,
     SummaryWriter,
     read_events,
@@ -333,3 +335,31 @@ def test_worker_count_follows_the_usable_cpus_where_affinity_is_unknown(
     assert parallel.worker_count(2, runs) == 2
     monkeypatch.setattr(parallel, "pending_bytes", lambda runs: parallel.PARALLEL_MIN_BYTES - 1)
     assert parallel.worker_count(None, runs) == 1
+
+
+def _set_progress(file: Path, progress: Any) -> None:
+    from stoker.tensorboard import EventFileReader
+
+    EventFileReader(file).progress = progress
+
+
+@pytest.mark.parametrize("progress", [3, "bar", [print]])
+@pytest.mark.parametrize(
+    "give",
+    [
+        lambda file, progress: Reader(file.parent, progress=progress),
+        lambda file, progress: EventFileReader(file, progress=progress),
+        _set_progress,
+    ],
+    ids=["Reader", "EventFileReader", "EventFileReader.progress"],
+)
+def test_a_progress_that_is_not_callable_is_refused(
+    tmp_path: Path, progress: Any, give: Any
+) -> None:
+    """progress must be a callable or None: a TypeError names the value, before any read."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    (file,) = tmp_path.iterdir()
+    expected = "progress must be a callable progress(path, bytes read, file size) or None"
+    with pytest.raises(TypeError, match=re.escape(f"{expected}, got {progress!r}")):
+        give(file, progress)

@@ -56,6 +56,7 @@ __all__ = [
     "EventFileReader",
     "FilePosition",
     "Progress",
+    "check_progress",
     "check_root",
     "find_event_files",
     "pieces",
@@ -114,6 +115,16 @@ def store_error(url: str, err: BaseException) -> EventFileError:
     else:
         fix = "check the URL and that the store is reachable from here"
     return EventFileError(f"cannot read log dir {url!r}: {name}: {err}; {fix}")
+
+
+def check_progress(progress: object) -> Progress | None:
+    """Return ``progress`` if it is a callable or None, else raise a TypeError naming it."""
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"progress must be a callable progress(path, bytes read, file size) or None, got "
+            f"{progress!r}; pass a function, or leave it out"
+        )
+    return progress
 
 
 def _not_a_log(root: str, what: str) -> EventFileError:
@@ -315,6 +326,15 @@ class FilePosition(NamedTuple):
     skipping: bool = False
 
 
+class _ProgressError(Exception):
+    """An error the progress callback raised, carried out of the walk to be raised as itself
+    (an OSError it raises is not the file's)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Walk:
     """One pass over an open file from a position: records, damage, where it ended."""
 
@@ -328,6 +348,13 @@ class _Walk:
         # Where the first intact record after some offset was found: ``(after, at)``, with
         # ``at`` None when there is none before the end. It holds for any offset in between.
         self._next: tuple[int, int | None] | None = None
+
+    def _report(self, done: int) -> None:
+        if self.progress is not None:
+            try:
+                self.progress(self.path, done, self.size)
+            except Exception as err:
+                raise _ProgressError(err) from err
 
     def _read(self, offset: int, size: int) -> bytes:
         self.stream.seek(offset)
@@ -373,8 +400,7 @@ class _Walk:
                 found = pos + result.blocks[0].offset(0)
                 break
             pos += result.end
-            if self.progress is not None:
-                self.progress(self.path, pos, self.size)
+            self._report(pos)
             if result.needed:
                 length = result.needed - HEADER_SIZE - FOOTER_SIZE
                 if pos + result.needed <= self.size and self.record(pos, length) is not None:
@@ -404,8 +430,7 @@ class _Walk:
             self.damage.extend((pos + offset, reason) for offset, reason in result.damage)
             pos += result.end
             skipping = result.skipping
-            if self.progress is not None:
-                self.progress(self.path, pos, self.size)
+            self._report(pos)
             if not result.needed:
                 continue
             length = result.needed - HEADER_SIZE - FOOTER_SIZE
@@ -440,8 +465,10 @@ class EventFileReader:
         skipping: Start inside a corrupt stretch (from a saved position).
         progress: Called as ``progress(path, bytes read, file size)`` after each window read
             (at most :data:`READ_PIECE_BYTES`), e.g. to draw a progress bar for a huge file.
+            Any callable: it stays in its process (see :attr:`progress`).
 
     Raises:
+        TypeError: If ``progress`` is not a callable or None.
         ValueError: If ``offset`` is not an int >= 0.
 
     Example:
@@ -465,7 +492,23 @@ class EventFileReader:
         self._offset = offset
         self._skipping = bool(skipping)
         self._pending = 0
-        self._progress = progress
+        self._progress = check_progress(progress)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle the position, not the progress callback: a reader sent to another process
+        (a worker's run coming back) arrives without one, whatever the callback was."""
+        state = dict(self.__dict__)
+        state["_progress"] = None
+        return state
+
+    @property
+    def progress(self) -> Progress | None:
+        """The progress callback, or None; may be replaced (not pickled: see ``__getstate__``)."""
+        return self._progress
+
+    @progress.setter
+    def progress(self, progress: Progress | None) -> None:
+        self._progress = check_progress(progress)
 
     @property
     def position(self) -> FilePosition:
@@ -500,6 +543,7 @@ class EventFileReader:
         ):
             raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
         base = self._offset
+        callback_error: Exception | None = None
         try:
             with _open_binary(self.path) as stream:
                 size = stream.seek(0, os.SEEK_END)
@@ -510,6 +554,8 @@ class EventFileReader:
                     )
                 walk = _Walk(stream, self.path, size, self._progress)
                 end, skipping = walk.run(base, self._skipping, max_bytes)
+        except _ProgressError as err:
+            callback_error = err.error
         except EventFileError:
             raise
         except OSError as err:
@@ -518,6 +564,8 @@ class EventFileReader:
             if not is_url(self.path):
                 raise
             raise store_error(self.path, err) from err
+        if callback_error is not None:
+            raise callback_error  # as it was raised, the position unchanged
         _warn_damage(self.path, walk.damage)
         self._offset = end
         self._skipping = skipping

@@ -9,13 +9,16 @@ parent, in the order of the runs; an error (an unreadable file) is raised in the
 chained to the worker's traceback.
 
 Workers are forked: the parent's modules and the runs' state are there without pickling or
-importing anything again; only run numbers go to a worker, through its own duplex pipe. A
-worker holds at most :data:`_HELD` runs at a time (the one it reads and the next) and is dealt
-another as it sends one back, so one slow run holds up no other. The parent waits on every pipe
-and every worker's sentinel at once: a worker that dies (the OOM killer's SIGKILL) raises
-:class:`EventFileError` as soon as its pipe is drained, naming the worker, how it ended and the
-runs it held. A worker that dies holding nothing lost nothing, and the read goes on. Workers
-ignore SIGINT: whatever ends the read (an error, Ctrl-C), the parent ends them.
+importing anything again; only run numbers go to a worker, through its own duplex pipe. What
+comes back is data only: a worker reports each progress call (``Reader(progress=)``, any
+callable, a lambda or one holding ``sys.stderr``) through its pipe and the parent makes it, and
+the runs come back without their callbacks, to get the parent's back. A worker holds at most
+:data:`_HELD` runs at a time (the one it reads and the next) and is dealt another as it sends
+one back, so one slow run holds up no other. The parent waits on every pipe and every worker's
+sentinel at once: a worker that dies (the OOM killer's SIGKILL) raises :class:`EventFileError`
+as soon as its pipe is drained, naming the worker, how it ended and the runs it held. A worker
+that dies holding nothing lost nothing, and the read goes on. Workers ignore SIGINT: whatever
+ends the read (an error, Ctrl-C), the parent ends them.
 
 A process with other threads running may hold locks a fork would copy in their held state, so
 such a process reads its runs itself, one after the other.
@@ -24,6 +27,7 @@ such a process reads its runs itself, one after the other.
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
 import os
 import pickle
@@ -60,6 +64,15 @@ Caught = list[tuple[type[Warning], str]]
 
 class WorkerTraceback(Exception):
     """The traceback of an error raised in a reader worker, as the cause of the one raised here."""
+
+
+class _Progress(NamedTuple):
+    """A worker's progress call for a file of run ``number``, made again by the parent."""
+
+    number: int
+    path: str
+    done: int
+    total: int
 
 
 class _Loaded(NamedTuple):
@@ -140,7 +153,11 @@ def _work(runs: list[RunData], conn: Connection, inherited: list[Connection]) ->
             return
         if index is None:
             return
-        reply = _read(index, runs[index])
+        run = runs[index]
+        for reader in run.files.values():  # the parent calls the callbacks, as told here
+            if reader.progress is not None:
+                reader.progress = functools.partial(_relay, conn, index)
+        reply = _read(index, run)
         try:
             data = pickle.dumps(reply, pickle.HIGHEST_PROTOCOL)
         except Exception as err:  # something in the run does not pickle: the parent says what
@@ -149,6 +166,11 @@ def _work(runs: list[RunData], conn: Connection, inherited: list[Connection]) ->
             conn.send_bytes(data)
         except OSError:
             return  # the parent is gone
+
+
+def _relay(conn: Connection, number: int, path: str, done: int, total: int) -> None:
+    """A worker's progress callback: tell the parent, which calls the run's own callback."""
+    conn.send(_Progress(number, path, done, total))
 
 
 def _read(index: int, run: RunData) -> _Loaded | _Failed:
@@ -171,6 +193,15 @@ def _failure(index: int, err: Exception, caught: Caught) -> _Failed:
     except Exception:
         error = RuntimeError(f"{type(err).__module__}.{type(err).__qualname__}: {err}")
     return _Failed(index, error, trace, caught)
+
+
+def _receive(conn: Connection) -> _Progress | _Loaded | _Failed | None:
+    """A worker's next message, or None when its pipe closed or a message was cut short."""
+    try:
+        message: _Progress | _Loaded | _Failed = conn.recv()
+    except (EOFError, OSError):
+        return None
+    return message
 
 
 class _Worker:
@@ -245,15 +276,24 @@ class _Pool:
             if worker not in live:
                 continue  # its pipe and its sentinel were both ready: handled once
             if handle is worker.conn:
-                try:
-                    self._take(worker, worker.conn.recv())
+                message = _receive(worker.conn)
+                if message is not None:
+                    self._take(worker, message)  # outside the try: a callback's OSError is its own
                     continue
-                except (EOFError, OSError):
-                    pass  # the pipe closed, or a reply was cut short: the worker is gone
             self._dead(worker)
             live.remove(worker)
 
-    def _take(self, worker: _Worker, reply: _Loaded | _Failed) -> None:
+    def _take(self, worker: _Worker, reply: _Progress | _Loaded | _Failed) -> None:
+        """Act on a worker's message: call a progress callback, or keep a run's reply."""
+        if isinstance(reply, _Progress):
+            callback = self.runs[reply.number].files[reply.path].progress
+            if callback is not None:
+                callback(reply.path, reply.done, reply.total)
+            return
+        if isinstance(reply, _Loaded):  # its readers come without callbacks: give theirs back
+            mine = self.runs[reply.number].files
+            for path, reader in reply.run.files.items():
+                reader.progress = mine[path].progress
         worker.held.remove(reply.number)
         self.replies[reply.number] = reply
         if isinstance(reply, _Failed):
@@ -262,11 +302,11 @@ class _Pool:
 
     def _dead(self, worker: _Worker) -> None:
         """Take what a dead worker sent before it died; raise if it held runs still."""
-        try:
-            while worker.conn.poll():
-                self._take(worker, worker.conn.recv())
-        except (EOFError, OSError):
-            pass
+        while worker.conn.poll():
+            message = _receive(worker.conn)
+            if message is None:
+                break
+            self._take(worker, message)
         worker.process.join(_STOP_WAIT)
         if not worker.held:
             return

@@ -26,6 +26,7 @@ from stoker.tensorboard._read.files import (
     EventFileReader,
     FilePosition,
     Progress,
+    check_progress,
     check_root,
     find_event_files,
     pieces,
@@ -103,8 +104,9 @@ class Reader:
             their start.
         progress: stoker extension. Called as ``progress(path, bytes read, file size)`` while
             files are read, after every window of at most 16 MiB, here and in :meth:`reload`:
-            a hook for a progress bar on huge or badly damaged files. (When runs are read by
-            worker processes, it is called once per file as its run comes back.)
+            a hook for a progress bar on huge or badly damaged files. Any callable: it is
+            always called in this process (runs read by worker processes report their calls
+            back), and an error it raises ends the read.
         workers: stoker extension. Processes that read runs at once: ``None`` (the default)
             uses every core (at most 8) when there are 32 MiB or more to read over two or
             more runs, else reads in this process; ``1`` always reads in this process.
@@ -112,7 +114,7 @@ class Reader:
             worker that dies (killed by the OOM killer) raises ``EventFileError``.
 
     Raises:
-        TypeError: If ``path`` is not a path.
+        TypeError: If ``path`` is not a path, or ``progress`` not a callable or None.
         ValueError: If a saved position's offset is not an int >= 0, or ``workers`` is not an
             int >= 1 or None.
         EventFileError: If the path does not exist, a file cannot be read, or a worker
@@ -145,10 +147,10 @@ class Reader:
                 f"workers must be an int >= 1 or None (one per core for large log dirs), "
                 f"got {workers!r}"
             )
+        self._progress = check_progress(progress)
         self.path = _check_root(path)
         self._workers = workers
         self.purge = purge
-        self._progress = progress
         self._warned: set[str] = set()
         self._runs: dict[str, RunData] = {}
         self._start = {os.path.abspath(key): value for key, value in (positions or {}).items()}
@@ -188,12 +190,7 @@ class Reader:
         with contextlib.closing(load_runs(runs, workers)) as loaded:  # ends workers at once
             for data, records in loaded:
                 count += records
-                if workers > 1:
-                    self._runs[data.name] = data
-                    if self._progress is not None:
-                        for reader in data.files.values():
-                            offset = reader.position.offset
-                            self._progress(reader.path, offset, offset)
+                self._runs[data.name] = data  # a worker's run is a copy
         return count
 
     def positions(self) -> dict[str, FilePosition]:
