@@ -687,3 +687,33 @@ def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
     assert seen.read_text().split() == ["2"]  # two workers read it
     assert expected in output
     assert re.search(rb"stoker logs: reading \S+/logs/run\d/\S*tfevents\S*: 0 of 0 MiB", output)
+
+
+@pytest.mark.parametrize("workers", ["workers", "in-process"])
+def test_a_run_removed_while_the_log_dir_is_read_is_a_warning_line(
+    large: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    """`logs ls` over a log dir one of whose runs is removed just before it is read lists the
+    other runs, says which file was skipped in one warning line and exits 0; it was one error
+    line for the whole log dir, no run listed."""
+    import shutil
+
+    from stoker.tensorboard._read import parallel
+    from stoker.tensorboard._read.run import RunData
+
+    if workers == "in-process":
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)
+    original = RunData.load
+
+    def load(self: RunData) -> int:
+        if self.name == "run1":
+            shutil.rmtree(large / "run1")
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+    assert run_cli(["logs", "ls", str(large)]) == 0
+    captured = capsys.readouterr()
+    assert [row[0] for row in _rows(captured.out)[1:]] == ["run0", "run2", "run3"]
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"stoker logs: warning: '{large}/run1/")
+    assert line.endswith("skipped, it was removed after the log dir was listed")

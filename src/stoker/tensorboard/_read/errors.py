@@ -35,6 +35,7 @@ class CorruptRecordWarning(UserWarning):
     absurd or runs past the end of the file while intact records follow); the reader resyncs to
     the next intact record after it. A malformed event is an intact record whose payload is not
     a valid ``Event`` or ``Summary``; it is dropped. A skipped entry is something in a log dir
-    named like an event file that is not a regular file (a FIFO, a dangling link), or a
+    named like an event file that is not a regular file (a FIFO, a dangling link), an event
+    file removed after the log dir was listed (what was read of it before is kept), or a
     directory below the root that cannot be listed.
     """

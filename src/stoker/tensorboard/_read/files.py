@@ -10,8 +10,10 @@ so, TensorBoard's rule. Local roots are walked with ``os.walk``, URL roots throu
 a socket, a device or a dangling link is reported (:class:`CorruptRecordWarning`) and skipped,
 since opening a FIFO blocks until a writer comes. Files are opened with ``O_NONBLOCK`` and
 checked again with ``fstat``, so one swapped for a FIFO after the check cannot block either. A
-directory below the root that cannot be listed is reported and skipped; the root itself, and a
-store that cannot be reached, raise :class:`EventFileError` naming the cause and the fix.
+directory below the root that cannot be listed is reported and skipped, and so is a file
+removed after the listing (:class:`FileRemovedError`, which the reader turns into a warning);
+the root itself, and a store that cannot be reached, raise :class:`EventFileError` naming the
+cause and the fix.
 
 :class:`EventFileReader` keeps one file's position (offset plus whether it is inside a corrupt
 stretch) between polls, so that a growing file is read incrementally and a saved position can
@@ -55,6 +57,7 @@ __all__ = [
     "READ_PIECE_BYTES",
     "EventFileReader",
     "FilePosition",
+    "FileRemovedError",
     "Progress",
     "check_progress",
     "check_root",
@@ -115,6 +118,30 @@ def store_error(url: str, err: BaseException) -> EventFileError:
     else:
         fix = "check the URL and that the store is reachable from here"
     return EventFileError(f"cannot read log dir {url!r}: {name}: {err}; {fix}")
+
+
+class FileRemovedError(EventFileError):
+    """An event file that no longer exists (removed after its log dir was listed).
+
+    :class:`EventFileReader` raises it as the :class:`EventFileError` it is; ``Reader`` and
+    ``read_events`` skip the file with :meth:`warn`, like an entry that is not a regular file.
+    """
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        """Say which file is gone, how far it was read, and the system's reason."""
+        super().__init__(f"cannot read event file {path!r}: {reason}")
+        self.path = path
+        self.offset = offset
+
+    def warn(self) -> None:
+        """Report the file skipped (``CorruptRecordWarning``), with what was kept of it."""
+        if self.offset:
+            _warn(
+                f"{self.path!r}: removed; what was read of it (up to offset {self.offset}) is "
+                "kept, and no more is read"
+            )
+        else:
+            _warn(f"{self.path!r}: skipped, it was removed after the log dir was listed")
 
 
 def check_progress(progress: object) -> Progress | None:
@@ -532,8 +559,8 @@ class EventFileReader:
 
         Raises:
             ValueError: If ``max_bytes`` is not a positive int or None.
-            EventFileError: If the file cannot be read, is not a regular file, or is now
-                shorter than the saved position.
+            EventFileError: If the file cannot be read (or is gone), is not a regular file,
+                or is now shorter than the saved position.
 
         Warns:
             CorruptRecordWarning: Once per corrupt stretch skipped.
@@ -558,6 +585,8 @@ class EventFileReader:
             callback_error = err.error
         except EventFileError:
             raise
+        except FileNotFoundError as err:  # a local file, or one in a store
+            raise FileRemovedError(self.path, base, str(err)) from err
         except OSError as err:
             raise EventFileError(f"cannot read event file {self.path!r}: {err}") from err
         except Exception as err:  # a store's own error types (fsspec backends)

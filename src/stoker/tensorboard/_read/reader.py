@@ -25,6 +25,7 @@ from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._read.files import (
     EventFileReader,
     FilePosition,
+    FileRemovedError,
     Progress,
     check_progress,
     check_root,
@@ -76,20 +77,27 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[Event]:
 def _iter_events(root: str) -> Iterator[Event]:
     for run, files in find_event_files(root).items():
         for file in files:
-            for piece in pieces(EventFileReader(file)):
-                for offset, data in (record for block in piece for record in block.records()):
-                    try:
-                        message = EVENT.decode(data)
-                    except WireError as err:
-                        warnings.warn(
-                            f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
-                            CorruptRecordWarning,
-                            stacklevel=2,
-                        )
-                        continue
-                    wall_time = float(message.get("wall_time", 0.0))
-                    step = int(message.get("step", 0))
-                    yield Event(run, file, offset, wall_time, step, message)
+            try:
+                yield from _file_events(run, file)
+            except FileRemovedError as gone:
+                gone.warn()
+
+
+def _file_events(run: str, file: str) -> Iterator[Event]:
+    for piece in pieces(EventFileReader(file)):
+        for offset, data in (record for block in piece for record in block.records()):
+            try:
+                message = EVENT.decode(data)
+            except WireError as err:
+                warnings.warn(
+                    f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
+                    CorruptRecordWarning,
+                    stacklevel=3,
+                )
+                continue
+            wall_time = float(message.get("wall_time", 0.0))
+            step = int(message.get("step", 0))
+            yield Event(run, file, offset, wall_time, step, message)
 
 
 class Reader:
@@ -121,8 +129,9 @@ class Reader:
             process dies while it holds runs (the error names it, its signal and those runs).
 
     Warns:
-        CorruptRecordWarning: For each corrupt stretch and malformed event skipped (here and in
-            :meth:`reload`).
+        CorruptRecordWarning: For each corrupt stretch and malformed event skipped, and each
+            file removed after the log dir was listed (here and in :meth:`reload`). A run
+            whose files were all removed before they were read is not one of :attr:`runs`.
 
     Example:
         >>> reader = Reader("runs")  # doctest: +SKIP
@@ -171,6 +180,7 @@ class Reader:
             EventFileError: If a file cannot be read or is shorter than where it was left, or
                 a worker process dies while it holds runs.
         """
+        known = set(self._runs)
         for run, files in find_event_files(self.path, self._warned).items():
             data = self._runs.get(run)
             if data is None:
@@ -191,6 +201,8 @@ class Reader:
             for data, records in loaded:
                 count += records
                 self._runs[data.name] = data  # a worker's run is a copy
+                if data.name not in known and not data.files and not records:
+                    del self._runs[data.name]  # removed, every file, before any was read
         return count
 
     def positions(self) -> dict[str, FilePosition]:
