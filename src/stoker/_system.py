@@ -1,10 +1,11 @@
-"""Facts about the machine this process runs on, asked in one place."""
+"""Facts about this machine and how its processes ended, asked in one place."""
 
 from __future__ import annotations
 
 import os
+import signal
 
-__all__ = ["usable_cpu_count"]
+__all__ = ["describe_exit", "usable_cpu_count"]
 
 
 def usable_cpu_count() -> int | None:
@@ -19,3 +20,16 @@ def usable_cpu_count() -> int | None:
         except OSError:
             pass
     return os.cpu_count()
+
+
+def describe_exit(exitcode: int | None) -> str:
+    """Say how a process ended, from :attr:`multiprocessing.Process.exitcode`."""
+    if exitcode is None:
+        return "closed its result pipe but has not exited yet"
+    if exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"was killed by signal {name} (exit code {exitcode})"
+    return f"exited with exit code {exitcode}"

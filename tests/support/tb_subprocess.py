@@ -1,9 +1,13 @@
-"""Run Python code in a fresh interpreter, for what must hold from a clean start (imports)."""
+"""Run Python code in a fresh interpreter, for what must hold from a clean start (imports), or
+a command on a pseudo-terminal, for what a user at a terminal sees."""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import pty
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -67,3 +71,50 @@ def wait_status(pid: int, timeout: float) -> int | None:
             return status
         time.sleep(0.02)
     return None
+
+
+def read_until(fd: int, wanted: bytes | None, timeout: float) -> bytes:
+    """Read a pseudo-terminal until ``wanted`` appears (None: until the other side closes it)
+    or ``timeout`` seconds pass; return what was read."""
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while (wanted is None or wanted not in seen) and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], 0.1)
+        if ready:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the child closed the terminal (EIO)
+                break
+            if not chunk:
+                break
+            seen += chunk
+    return seen
+
+
+def run_on_terminal(argv: list[str], timeout: float = 60) -> tuple[int, bytes]:
+    """Run ``argv`` with a new pseudo-terminal as its stdin, stdout and stderr, as a user's
+    shell would; return its wait status and everything it wrote there.
+
+    Raises:
+        AssertionError: If it is still running after ``timeout`` seconds; it is killed and
+            reaped first.
+    """
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: nothing of pytest's may run here, whatever happens
+        try:
+            os.execv(argv[0], argv)
+        finally:
+            os._exit(127)
+    status = None
+    try:
+        output = read_until(fd, None, timeout)
+        status = wait_status(pid, 30)
+    finally:
+        if status is None:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        os.close(fd)
+    if status is None:
+        raise AssertionError(f"{argv} (pid {pid}) was still running after {timeout} s: killed")
+    return status, output

@@ -10,10 +10,8 @@ import math
 import os
 import pty
 import re
-import select
 import signal
 import sys
-import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +20,7 @@ import numpy as np
 import pytest
 from tb_events import write_raw_events
 from tb_stores import without_aws_credentials
-from tb_subprocess import wait_status
+from tb_subprocess import read_until, run_on_terminal, wait_status
 
 from stoker.cli._chart import chart
 from stoker.cli._commands import add_logs_parser
@@ -53,6 +51,17 @@ def logdir(tmp_path: Path) -> Path:
     with SummaryWriter(str(tmp_path / "eval")) as writer:
         writer.add_scalar("loss", 2.0, 7)
     return tmp_path
+
+
+def _subcommand(command: str, path: str, output: Path, run: str | None = None) -> list[str]:
+    """The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
+    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``."""
+    return {
+        "ls": ["logs", "ls", path],
+        "show": ["logs", "show", path, "loss", *(["--run", run] if run is not None else [])],
+        "export": ["logs", "export", path, "--csv", "-"],
+        "plot": ["logs", "plot", path, "loss", "-o", str(output)],
+    }[command]
 
 
 def _rows(text: str) -> list[list[str]]:
@@ -241,20 +250,6 @@ def test_docstring_examples_run() -> None:
     assert result.failed == 0
 
 
-def _read_until(fd: int, wanted: bytes, timeout: float) -> bytes:
-    """Read a pseudo-terminal until ``wanted`` appears or ``timeout`` passes."""
-    seen = b""
-    deadline = time.monotonic() + timeout
-    while wanted not in seen and time.monotonic() < deadline:
-        ready, _, _ = select.select([fd], [], [], 0.1)
-        if ready:
-            try:
-                seen += os.read(fd, 65536)
-            except OSError:  # the child closed the terminal
-                break
-    return seen
-
-
 def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
     """--follow on a terminal redraws in place as points arrive; Ctrl-C exits 0, no traceback."""
     writer = SummaryWriter(str(tmp_path), flush_secs=1)
@@ -268,17 +263,17 @@ def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) ->
         os.environ["COLUMNS"] = "70"
         os.execv(sys.executable, [*argv, "--follow", "--interval", "0.1", "--rows", "3"])
     try:
-        first = _read_until(fd, b"5 points", 30)
+        first = read_until(fd, b"5 points", 30)
         assert b"tag loss: 5 points" in first
         assert b"\x1b[H\x1b[2J" in first  # drawn in place: cursor home and clear
         assert any(0x2800 <= ord(ch) <= 0x28FF for ch in first.decode(errors="replace"))
         for step in range(5, 9):
             writer.add_scalar("loss", 1.0 / (step + 1), step)
         writer.flush()
-        later = _read_until(fd, b"9 points", 30)
+        later = read_until(fd, b"9 points", 30)
         assert b"tag loss: 9 points" in later
         os.write(fd, b"\x03")  # Ctrl-C, through the terminal's line discipline
-        rest = _read_until(fd, b"\x00never", 5)
+        rest = read_until(fd, b"\x00never", 5)
         status = wait_status(pid, 30)
         assert status is not None, f"stoker logs show --follow ({pid}) did not end 30 s after ^C"
         reaped = True
@@ -334,13 +329,7 @@ def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
 ) -> None:
     """A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
     line on stderr, and the command prints everything else and exits 0 (ls used to crash)."""
-    argv = {
-        "ls": ["logs", "ls", str(damaged)],
-        "show": ["logs", "show", str(damaged), "loss", "--run", "corrupt"],
-        "export": ["logs", "export", str(damaged), "--csv", "-"],
-        "plot": ["logs", "plot", str(damaged), "loss", "-o", str(tmp_path / "x.png")],
-    }[command]
-    assert run_cli(argv) == 0
+    assert run_cli(_subcommand(command, str(damaged), tmp_path / "x.png", run="corrupt")) == 0
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert lines
@@ -534,13 +523,7 @@ def test_a_log_dir_that_cannot_be_read_is_one_error_line_and_status_2(
 ) -> None:
     """Each way a log dir cannot be read is one line on stderr naming it, the cause and the fix."""
     path = where.format(tmp=unreadable)
-    argv = {
-        "ls": ["logs", "ls", path],
-        "show": ["logs", "show", path, "loss"],
-        "export": ["logs", "export", path, "--csv", "-"],
-        "plot": ["logs", "plot", path, "loss", "-o", str(unreadable / "x.png")],
-    }[command]
-    assert run_cli(argv) == 2
+    assert run_cli(_subcommand(command, path, unreadable / "x.png")) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
@@ -663,3 +646,126 @@ def test_follow_warns_once_about_the_same_undated_points_at_every_redraw(
     assert captured.out.count("tag loss:") == 2  # drawn, then redrawn with the new point
     (line,) = captured.err.splitlines()
     assert "run 'a' tag 'loss': 5 point(s)" in line
+
+
+@pytest.fixture
+def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
+    two cores or more is (parallel.PARALLEL_MIN_BYTES lowered to one byte; threads other tests
+    left behind would make the reader read in-process)."""
+    from stoker.tensorboard._read import parallel
+
+    for index in range(4):
+        with SummaryWriter(str(tmp_path / "logs" / f"run{index}")) as writer:
+            for step in range(20):
+                writer.add_scalar("loss", float(index * 100 + step), step)
+    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
+    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    return tmp_path / "logs"
+
+
+@pytest.mark.parametrize("command", ["ls", "show", "export", "plot"])
+def test_a_killed_reader_worker_is_one_error_line_and_status_2(
+    large: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    """A reader worker SIGKILLed (as by the OOM killer) is one line on stderr naming the worker,
+    the signal and the run it held, and status 2; it was a BrokenProcessPool traceback."""
+    from stoker.tensorboard._read.run import RunData
+
+    parent = os.getpid()
+    original = RunData.load
+
+    def load(self: RunData) -> int:
+        if os.getpid() != parent and self.name == "run2":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+    assert run_cli(_subcommand(command, str(large), tmp_path / "x.png", run="run0")) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    (line,) = captured.err.splitlines()
+    assert line.startswith("stoker logs: error: reader worker "), line
+    assert "killed by signal SIGKILL" in line
+    assert "'run2'" in line
+
+
+# `stoker logs` with a lowered threshold: any log dir is "large", read by two workers.
+_LARGE_LOG_CLI = """
+import os, sys
+import stoker.cli._logs as logs
+from stoker.tensorboard._read import parallel, reader
+parallel.PARALLEL_MIN_BYTES = 1
+parallel.usable_cpu_count = lambda: 2
+logs._PROGRESS_AFTER = 0.0
+def load_runs(runs, workers, original=reader.load_runs):
+    with open(os.environ["WORKERS_SEEN"], "a") as seen:
+        seen.write(f"{workers}\\n")
+    return original(runs, workers)
+reader.load_runs = load_runs
+from stoker.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize(
+    ("command", "expected"),
+    [
+        ("ls", b"run3"),
+        ("show", b"tag loss: 20 points"),
+        ("export", b"run3,loss,19,"),
+        ("plot", b"wrote 1 chart(s) of 4 run(s)"),
+    ],
+)
+def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
+    large: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, expected: bytes
+) -> None:
+    """`stoker logs` on a terminal over a log dir read by worker processes prints its output,
+    shows reading progress (the workers' calls, drawn by the command) and exits 0; the runs
+    coming back held the progress callback and its sys.stderr: a TypeError traceback."""
+    seen = tmp_path / "workers"
+    monkeypatch.setenv("WORKERS_SEEN", str(seen))
+    monkeypatch.setenv("COLUMNS", "100")
+    argv = _subcommand(command, str(large), tmp_path / "x.png", run="run3")
+    status, output = run_on_terminal([sys.executable, "-c", _LARGE_LOG_CLI, *argv])
+    assert b"Traceback" not in output, output.decode(errors="replace")
+    assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
+    assert os.WEXITSTATUS(status) == 0, output.decode(errors="replace")
+    assert seen.read_text().split() == ["2"]  # two workers read it
+    assert expected in output
+    assert re.search(rb"stoker logs: reading \S+/logs/run\d/\S*tfevents\S*: 0 of 0 MiB", output)
+
+
+@pytest.mark.parametrize("workers", ["workers", "in-process"])
+def test_a_run_removed_while_the_log_dir_is_read_is_a_warning_line(
+    large: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
+) -> None:
+    """`logs ls` over a log dir one of whose runs is removed just before it is read lists the
+    other runs, says which file was skipped in one warning line and exits 0; it was one error
+    line for the whole log dir, no run listed."""
+    import shutil
+
+    from stoker.tensorboard._read import parallel
+    from stoker.tensorboard._read.run import RunData
+
+    if workers == "in-process":
+        monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)
+    original = RunData.load
+
+    def load(self: RunData) -> int:
+        if self.name == "run1":
+            shutil.rmtree(large / "run1")
+        return original(self)
+
+    monkeypatch.setattr(RunData, "load", load)
+    assert run_cli(["logs", "ls", str(large)]) == 0
+    captured = capsys.readouterr()
+    assert [row[0] for row in _rows(captured.out)[1:]] == ["run0", "run2", "run3"]
+    (line,) = captured.err.splitlines()
+    assert line.startswith(f"stoker logs: warning: '{large}/run1/")
+    assert line.endswith("skipped, it was removed after the log dir was listed")

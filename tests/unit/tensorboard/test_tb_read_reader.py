@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -15,6 +16,7 @@ from tb_loaders import accumulate
 from stoker.tensorboard import (
     CorruptRecordWarning,
     EventFileError,
+    EventFileReader,
     Reader,
     SummaryWriter,
     read_events,
@@ -333,3 +335,162 @@ def test_worker_count_follows_the_usable_cpus_where_affinity_is_unknown(
     assert parallel.worker_count(2, runs) == 2
     monkeypatch.setattr(parallel, "pending_bytes", lambda runs: parallel.PARALLEL_MIN_BYTES - 1)
     assert parallel.worker_count(None, runs) == 1
+
+
+def _set_progress(file: Path, progress: Any) -> None:
+    from stoker.tensorboard import EventFileReader
+
+    EventFileReader(file).progress = progress
+
+
+@pytest.mark.parametrize("progress", [3, "bar", [print]])
+@pytest.mark.parametrize(
+    "give",
+    [
+        lambda file, progress: Reader(file.parent, progress=progress),
+        lambda file, progress: EventFileReader(file, progress=progress),
+        _set_progress,
+    ],
+    ids=["Reader", "EventFileReader", "EventFileReader.progress"],
+)
+def test_a_progress_that_is_not_callable_is_refused(
+    tmp_path: Path, progress: Any, give: Any
+) -> None:
+    """progress must be a callable or None: a TypeError names the value, before any read."""
+    with SummaryWriter(str(tmp_path)) as writer:
+        writer.add_scalar("loss", 1.0, 0)
+    (file,) = tmp_path.iterdir()
+    expected = "progress must be a callable progress(path, bytes read, file size) or None"
+    with pytest.raises(TypeError, match=re.escape(f"{expected}, got {progress!r}")):
+        give(file, progress)
+
+
+def _runs_of_two_files(root: Path) -> None:
+    """Three runs; ``b`` has two event files (two writers), ``loss`` 0 in the first, 1 after."""
+    for name in ("a", "b", "c"):
+        with SummaryWriter(str(root / name)) as writer:
+            writer.add_scalar("loss", 0.0, 0)
+    with SummaryWriter(str(root / "b"), filename_suffix=".second") as writer:
+        writer.add_scalar("loss", 1.0, 1)
+
+
+def _remove_after_listing(monkeypatch: pytest.MonkeyPatch, remove: Any) -> None:
+    """Make the reader's next listing of the log dir call ``remove()`` once it is done."""
+    from stoker.tensorboard._read import reader as module
+
+    original = module.find_event_files
+    pending = [remove]
+
+    def listing(*args: Any) -> dict[str, list[str]]:
+        found = original(*args)
+        while pending:
+            pending.pop()()
+        return found
+
+    monkeypatch.setattr(module, "find_event_files", listing)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+@pytest.mark.parametrize("what", ["file", "run"])
+def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, what: str
+) -> None:
+    """An event file, or a whole run, removed between the listing and the read (in this
+    process or while workers read) is one warning per file; every other run and file is read,
+    and a run with no file left is not a run. It was an EventFileError, no run returned."""
+    import shutil
+
+    from stoker.tensorboard._read import parallel
+
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    _runs_of_two_files(tmp_path)
+    (gone, kept) = sorted((tmp_path / "b").iterdir(), key=lambda path: "second" in path.name)
+    removed = [gone] if what == "file" else sorted((tmp_path / "b").iterdir())
+    _remove_after_listing(
+        monkeypatch, gone.unlink if what == "file" else lambda: shutil.rmtree(tmp_path / "b")
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader = Reader(tmp_path, workers=workers)
+    assert [str(item.message) for item in caught] == [
+        f"{str(path)!r}: skipped, it was removed after the log dir was listed" for path in removed
+    ]
+    assert all(item.category is CorruptRecordWarning for item in caught)
+    assert reader.runs == (["a", "b", "c"] if what == "file" else ["a", "c"])
+    for run in reader.runs:
+        expected = [1.0] if run == "b" else [0.0]
+        assert reader.scalars("loss", run).value.tolist() == expected
+    assert str(gone) not in reader.positions()
+    assert (str(kept) in reader.positions()) == (what == "file")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_file_removed_while_it_is_read_keeps_what_was_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    """A file removed after its first piece was read keeps that piece's points, says so in a
+    warning naming the offset reached, and the other runs are read; a later reload goes on."""
+    from stoker.tensorboard._read import files, parallel
+    from stoker.tensorboard._read.run import RunData
+
+    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
+    for name in ("a", "b"):
+        with SummaryWriter(str(tmp_path / name)) as writer:
+            for step in range(40):
+                writer.add_scalar("loss", float(step), step)
+    (victim,) = (tmp_path / "a").iterdir()
+    monkeypatch.setattr(files, "READ_PIECE_BYTES", 256)  # pieces of a few records
+    original = RunData._ingest
+
+    def ingest(self: RunData, path: str, block: Any) -> None:
+        original(self, path, block)
+        if path == str(victim) and victim.exists():
+            victim.unlink()  # after the first piece
+
+    monkeypatch.setattr(RunData, "_ingest", ingest)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader = Reader(tmp_path, workers=workers)
+    (warning,) = caught
+    found = re.fullmatch(
+        re.escape(f"{str(victim)!r}: removed; what was read of it (up to offset ")
+        + r"(\d+)"
+        + re.escape(") is kept, and no more is read"),
+        str(warning.message),
+    )
+    assert found is not None, warning.message
+    kept = reader.scalars("loss", "a").step.tolist()
+    assert kept == list(range(len(kept)))
+    assert 0 < len(kept) < 40
+    assert reader.scalars("loss", "b").step.tolist() == list(range(40))
+    with SummaryWriter(str(tmp_path / "b")) as writer:
+        writer.add_scalar("loss", 99.0, 99)
+    assert reader.reload() == 2  # the new file's version record and its point
+    assert reader.scalars("loss", "a").step.tolist() == kept
+
+
+def test_read_events_skips_a_file_removed_after_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_events warns about a file removed after the listing and walks the others."""
+    from stoker.tensorboard._read import reader as module
+
+    _runs_of_two_files(tmp_path)
+    gone = min((tmp_path / "b").iterdir())
+    original = module.find_event_files
+
+    def listing(*args: Any) -> dict[str, list[str]]:
+        found = original(*args)
+        gone.unlink()
+        return found
+
+    monkeypatch.setattr(module, "find_event_files", listing)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        events = list(read_events(tmp_path))
+    assert [str(item.message) for item in caught] == [
+        f"{str(gone)!r}: skipped, it was removed after the log dir was listed"
+    ]
+    assert sorted({event.path for event in events}) == sorted(
+        str(path) for path in tmp_path.glob("*/*tfevents*")
+    )

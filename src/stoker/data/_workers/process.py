@@ -55,6 +55,7 @@ from multiprocessing.context import BaseContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
+from stoker._system import describe_exit
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._kinds import TypeAttributeError, TypePicklingError
@@ -79,22 +80,9 @@ from stoker.data._workers.timeouts import (
 )
 from stoker.data._workers.watchdog import parent_alive, start_watchdog
 
-__all__ = ["ProcessHost", "ProcessPool", "describe_exit", "process_main"]
+__all__ = ["ProcessHost", "ProcessPool", "process_main"]
 
 _PARENT_CHECK_MS = math.ceil(PARENT_CHECK_INTERVAL * 1000)
-
-
-def describe_exit(exitcode: int | None) -> str:
-    """Say how a process ended, from :attr:`multiprocessing.Process.exitcode`."""
-    if exitcode is None:
-        return "closed its result pipe but has not exited yet"
-    if exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        return f"was killed by signal {name} (exit code {exitcode})"
-    return f"exited with exit code {exitcode}"
 
 
 class ProcessHost:

@@ -19,7 +19,8 @@ class EventFileError(ValueError):
     (a FIFO, a text file) or cannot be listed, a store that cannot be used (its fsspec package
     missing, an unknown protocol, no credentials), an unknown run or tag (or a tag found in
     several runs without ``run=``), a file that cannot be read or that shrank below a saved
-    position, and a value whose payload is malformed when it is decoded (a tensor whose bytes
+    position, a worker process that died while reading runs (its signal and its runs named),
+    and a value whose payload is malformed when it is decoded (a tensor whose bytes
     do not match its shape, hparams plugin data that is not a valid message, an image Pillow
     cannot open, audio that is not PCM WAV). Bytes the reader cannot make sense of while it
     scans never raise: they are skipped with a :class:`CorruptRecordWarning`.
@@ -34,6 +35,7 @@ class CorruptRecordWarning(UserWarning):
     absurd or runs past the end of the file while intact records follow); the reader resyncs to
     the next intact record after it. A malformed event is an intact record whose payload is not
     a valid ``Event`` or ``Summary``; it is dropped. A skipped entry is something in a log dir
-    named like an event file that is not a regular file (a FIFO, a dangling link), or a
+    named like an event file that is not a regular file (a FIFO, a dangling link), an event
+    file removed after the log dir was listed (what was read of it before is kept), or a
     directory below the root that cannot be listed.
     """

@@ -10,8 +10,10 @@ so, TensorBoard's rule. Local roots are walked with ``os.walk``, URL roots throu
 a socket, a device or a dangling link is reported (:class:`CorruptRecordWarning`) and skipped,
 since opening a FIFO blocks until a writer comes. Files are opened with ``O_NONBLOCK`` and
 checked again with ``fstat``, so one swapped for a FIFO after the check cannot block either. A
-directory below the root that cannot be listed is reported and skipped; the root itself, and a
-store that cannot be reached, raise :class:`EventFileError` naming the cause and the fix.
+directory below the root that cannot be listed is reported and skipped, and so is a file
+removed after the listing (:class:`FileRemovedError`, which the reader turns into a warning);
+the root itself, and a store that cannot be reached, raise :class:`EventFileError` naming the
+cause and the fix.
 
 :class:`EventFileReader` keeps one file's position (offset plus whether it is inside a corrupt
 stretch) between polls, so that a growing file is read incrementally and a saved position can
@@ -55,7 +57,9 @@ __all__ = [
     "READ_PIECE_BYTES",
     "EventFileReader",
     "FilePosition",
+    "FileRemovedError",
     "Progress",
+    "check_progress",
     "check_root",
     "find_event_files",
     "pieces",
@@ -114,6 +118,40 @@ def store_error(url: str, err: BaseException) -> EventFileError:
     else:
         fix = "check the URL and that the store is reachable from here"
     return EventFileError(f"cannot read log dir {url!r}: {name}: {err}; {fix}")
+
+
+class FileRemovedError(EventFileError):
+    """An event file that no longer exists (removed after its log dir was listed).
+
+    :class:`EventFileReader` raises it as the :class:`EventFileError` it is; ``Reader`` and
+    ``read_events`` skip the file with :meth:`warn`, like an entry that is not a regular file.
+    """
+
+    def __init__(self, path: str, offset: int, reason: str) -> None:
+        """Say which file is gone, how far it was read, and the system's reason."""
+        super().__init__(f"cannot read event file {path!r}: {reason}")
+        self.path = path
+        self.offset = offset
+
+    def warn(self) -> None:
+        """Report the file skipped (``CorruptRecordWarning``), with what was kept of it."""
+        if self.offset:
+            _warn(
+                f"{self.path!r}: removed; what was read of it (up to offset {self.offset}) is "
+                "kept, and no more is read"
+            )
+        else:
+            _warn(f"{self.path!r}: skipped, it was removed after the log dir was listed")
+
+
+def check_progress(progress: object) -> Progress | None:
+    """Return ``progress`` if it is a callable or None, else raise a TypeError naming it."""
+    if progress is not None and not callable(progress):
+        raise TypeError(
+            f"progress must be a callable progress(path, bytes read, file size) or None, got "
+            f"{progress!r}; pass a function, or leave it out"
+        )
+    return progress
 
 
 def _not_a_log(root: str, what: str) -> EventFileError:
@@ -315,6 +353,15 @@ class FilePosition(NamedTuple):
     skipping: bool = False
 
 
+class _ProgressError(Exception):
+    """An error the progress callback raised, carried out of the walk to be raised as itself
+    (an OSError it raises is not the file's)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
 class _Walk:
     """One pass over an open file from a position: records, damage, where it ended."""
 
@@ -328,6 +375,13 @@ class _Walk:
         # Where the first intact record after some offset was found: ``(after, at)``, with
         # ``at`` None when there is none before the end. It holds for any offset in between.
         self._next: tuple[int, int | None] | None = None
+
+    def _report(self, done: int) -> None:
+        if self.progress is not None:
+            try:
+                self.progress(self.path, done, self.size)
+            except Exception as err:
+                raise _ProgressError(err) from err
 
     def _read(self, offset: int, size: int) -> bytes:
         self.stream.seek(offset)
@@ -373,8 +427,7 @@ class _Walk:
                 found = pos + result.blocks[0].offset(0)
                 break
             pos += result.end
-            if self.progress is not None:
-                self.progress(self.path, pos, self.size)
+            self._report(pos)
             if result.needed:
                 length = result.needed - HEADER_SIZE - FOOTER_SIZE
                 if pos + result.needed <= self.size and self.record(pos, length) is not None:
@@ -404,8 +457,7 @@ class _Walk:
             self.damage.extend((pos + offset, reason) for offset, reason in result.damage)
             pos += result.end
             skipping = result.skipping
-            if self.progress is not None:
-                self.progress(self.path, pos, self.size)
+            self._report(pos)
             if not result.needed:
                 continue
             length = result.needed - HEADER_SIZE - FOOTER_SIZE
@@ -440,8 +492,10 @@ class EventFileReader:
         skipping: Start inside a corrupt stretch (from a saved position).
         progress: Called as ``progress(path, bytes read, file size)`` after each window read
             (at most :data:`READ_PIECE_BYTES`), e.g. to draw a progress bar for a huge file.
+            Any callable: it stays in its process (see :attr:`progress`).
 
     Raises:
+        TypeError: If ``progress`` is not a callable or None.
         ValueError: If ``offset`` is not an int >= 0.
 
     Example:
@@ -465,7 +519,23 @@ class EventFileReader:
         self._offset = offset
         self._skipping = bool(skipping)
         self._pending = 0
-        self._progress = progress
+        self._progress = check_progress(progress)
+
+    def __getstate__(self) -> dict[str, object]:
+        """Pickle the position, not the progress callback: a reader sent to another process
+        (a worker's run coming back) arrives without one, whatever the callback was."""
+        state = dict(self.__dict__)
+        state["_progress"] = None
+        return state
+
+    @property
+    def progress(self) -> Progress | None:
+        """The progress callback, or None; may be replaced (not pickled: see ``__getstate__``)."""
+        return self._progress
+
+    @progress.setter
+    def progress(self, progress: Progress | None) -> None:
+        self._progress = check_progress(progress)
 
     @property
     def position(self) -> FilePosition:
@@ -489,8 +559,8 @@ class EventFileReader:
 
         Raises:
             ValueError: If ``max_bytes`` is not a positive int or None.
-            EventFileError: If the file cannot be read, is not a regular file, or is now
-                shorter than the saved position.
+            EventFileError: If the file cannot be read (or is gone), is not a regular file,
+                or is now shorter than the saved position.
 
         Warns:
             CorruptRecordWarning: Once per corrupt stretch skipped.
@@ -500,6 +570,7 @@ class EventFileReader:
         ):
             raise ValueError(f"max_bytes must be a positive int or None, got {max_bytes!r}")
         base = self._offset
+        callback_error: Exception | None = None
         try:
             with _open_binary(self.path) as stream:
                 size = stream.seek(0, os.SEEK_END)
@@ -510,14 +581,20 @@ class EventFileReader:
                     )
                 walk = _Walk(stream, self.path, size, self._progress)
                 end, skipping = walk.run(base, self._skipping, max_bytes)
+        except _ProgressError as err:
+            callback_error = err.error
         except EventFileError:
             raise
+        except FileNotFoundError as err:  # a local file, or one in a store
+            raise FileRemovedError(self.path, base, str(err)) from err
         except OSError as err:
             raise EventFileError(f"cannot read event file {self.path!r}: {err}") from err
         except Exception as err:  # a store's own error types (fsspec backends)
             if not is_url(self.path):
                 raise
             raise store_error(self.path, err) from err
+        if callback_error is not None:
+            raise callback_error  # as it was raised, the position unchanged
         _warn_damage(self.path, walk.damage)
         self._offset = end
         self._skipping = skipping

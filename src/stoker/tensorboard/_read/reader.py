@@ -10,6 +10,7 @@ and :meth:`Reader.positions` saves where each file was left so that a later read
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import warnings
@@ -24,7 +25,9 @@ from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
 from stoker.tensorboard._read.files import (
     EventFileReader,
     FilePosition,
+    FileRemovedError,
     Progress,
+    check_progress,
     check_root,
     find_event_files,
     pieces,
@@ -74,20 +77,27 @@ def read_events(path: str | os.PathLike[str]) -> Iterator[Event]:
 def _iter_events(root: str) -> Iterator[Event]:
     for run, files in find_event_files(root).items():
         for file in files:
-            for piece in pieces(EventFileReader(file)):
-                for offset, data in (record for block in piece for record in block.records()):
-                    try:
-                        message = EVENT.decode(data)
-                    except WireError as err:
-                        warnings.warn(
-                            f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
-                            CorruptRecordWarning,
-                            stacklevel=2,
-                        )
-                        continue
-                    wall_time = float(message.get("wall_time", 0.0))
-                    step = int(message.get("step", 0))
-                    yield Event(run, file, offset, wall_time, step, message)
+            try:
+                yield from _file_events(run, file)
+            except FileRemovedError as gone:
+                gone.warn()
+
+
+def _file_events(run: str, file: str) -> Iterator[Event]:
+    for piece in pieces(EventFileReader(file)):
+        for offset, data in (record for block in piece for record in block.records()):
+            try:
+                message = EVENT.decode(data)
+            except WireError as err:
+                warnings.warn(
+                    f"{file!r}: malformed event at offset {offset} ({err}); skipping it",
+                    CorruptRecordWarning,
+                    stacklevel=3,
+                )
+                continue
+            wall_time = float(message.get("wall_time", 0.0))
+            step = int(message.get("step", 0))
+            yield Event(run, file, offset, wall_time, step, message)
 
 
 class Reader:
@@ -102,22 +112,26 @@ class Reader:
             their start.
         progress: stoker extension. Called as ``progress(path, bytes read, file size)`` while
             files are read, after every window of at most 16 MiB, here and in :meth:`reload`:
-            a hook for a progress bar on huge or badly damaged files. (When runs are read by
-            worker processes, it is called once per file as its run comes back.)
+            a hook for a progress bar on huge or badly damaged files. Any callable: it is
+            always called in this process (runs read by worker processes report their calls
+            back), and an error it raises ends the read.
         workers: stoker extension. Processes that read runs at once: ``None`` (the default)
             uses every core (at most 8) when there are 32 MiB or more to read over two or
             more runs, else reads in this process; ``1`` always reads in this process.
-            Workers are forked, so a process with other threads running reads by itself.
+            Workers are forked, so a process with other threads running reads by itself. A
+            worker that dies (killed by the OOM killer) raises ``EventFileError``.
 
     Raises:
-        TypeError: If ``path`` is not a path.
+        TypeError: If ``path`` is not a path, or ``progress`` not a callable or None.
         ValueError: If a saved position's offset is not an int >= 0, or ``workers`` is not an
             int >= 1 or None.
-        EventFileError: If the path does not exist or a file cannot be read.
+        EventFileError: If the path does not exist, a file cannot be read, or a worker
+            process dies while it holds runs (the error names it, its signal and those runs).
 
     Warns:
-        CorruptRecordWarning: For each corrupt stretch and malformed event skipped (here and in
-            :meth:`reload`).
+        CorruptRecordWarning: For each corrupt stretch and malformed event skipped, and each
+            file removed after the log dir was listed (here and in :meth:`reload`). A run
+            whose files were all removed before they were read is not one of :attr:`runs`.
 
     Example:
         >>> reader = Reader("runs")  # doctest: +SKIP
@@ -142,10 +156,10 @@ class Reader:
                 f"workers must be an int >= 1 or None (one per core for large log dirs), "
                 f"got {workers!r}"
             )
+        self._progress = check_progress(progress)
         self.path = _check_root(path)
         self._workers = workers
         self.purge = purge
-        self._progress = progress
         self._warned: set[str] = set()
         self._runs: dict[str, RunData] = {}
         self._start = {os.path.abspath(key): value for key, value in (positions or {}).items()}
@@ -163,8 +177,10 @@ class Reader:
             How many records were read.
 
         Raises:
-            EventFileError: If a file cannot be read or is shorter than where it was left.
+            EventFileError: If a file cannot be read or is shorter than where it was left, or
+                a worker process dies while it holds runs.
         """
+        known = set(self._runs)
         for run, files in find_event_files(self.path, self._warned).items():
             data = self._runs.get(run)
             if data is None:
@@ -181,13 +197,12 @@ class Reader:
         runs = list(self._runs.values())
         workers = worker_count(self._workers, runs)
         count = 0
-        for data, records in load_runs(runs, workers):
-            count += records
-            if workers > 1:
-                self._runs[data.name] = data
-                if self._progress is not None:
-                    for reader in data.files.values():
-                        self._progress(reader.path, reader.position.offset, reader.position.offset)
+        with contextlib.closing(load_runs(runs, workers)) as loaded:  # ends workers at once
+            for data, records in loaded:
+                count += records
+                self._runs[data.name] = data  # a worker's run is a copy
+                if data.name not in known and not data.files and not records:
+                    del self._runs[data.name]  # removed, every file, before any was read
         return count
 
     def positions(self) -> dict[str, FilePosition]:

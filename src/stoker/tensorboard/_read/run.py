@@ -45,7 +45,7 @@ from stoker.tensorboard._read.decode import (
     parse_summary,
 )
 from stoker.tensorboard._read.errors import CorruptRecordWarning
-from stoker.tensorboard._read.files import EventFileReader, pieces
+from stoker.tensorboard._read.files import EventFileReader, FileRemovedError, pieces
 from stoker.tensorboard._read.tf2_summaries import (
     audio_from_tensor,
     histogram_from_tensor,
@@ -122,13 +122,20 @@ class RunData:
         self.files[reader.path] = reader
 
     def load(self) -> int:
-        """Read what was appended to every file since the last call; return the records read."""
+        """Read what was appended to every file since the last call; return the records read.
+
+        A file removed since it was added is dropped with a warning; what was read of it stays.
+        """
         count = 0
         for path in sorted(self.files):
-            for blocks in pieces(self.files[path]):
-                for block in blocks:
-                    count += len(block)
-                    self._ingest(path, block)
+            try:
+                for blocks in pieces(self.files[path]):
+                    for block in blocks:
+                        count += len(block)
+                        self._ingest(path, block)
+            except FileRemovedError as gone:
+                del self.files[path]
+                gone.warn()
         return count
 
     def _ingest(self, path: str, block: RecordBlock) -> None:
