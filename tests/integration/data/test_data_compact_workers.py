@@ -5,7 +5,9 @@ both loaders (stoker's and torch's) read them exactly, and no segment is left wh
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -15,10 +17,22 @@ from typing import Any
 
 import pytest
 import torch.utils.data as td
-from data_compact_helpers import KillAt, ReadAll, Rows, names_of, owned_names
+from data_compact_helpers import (
+    KillAt,
+    ReadAll,
+    Rows,
+    as_list,
+    echo_lists,
+    names_of,
+    numbered_texts,
+    owned_names,
+    put_temporaries,
+    read_when_told,
+)
 from data_workers_helpers import SUPPORT
 
 import stoker.data as sd
+from stoker.data._workers.shm import process_alive
 
 pytestmark = pytest.mark.slow
 
@@ -59,7 +73,9 @@ def test_spawn_workers_map_the_container_without_a_copy() -> None:
     """A multiprocessing pickle names a segment (not the bytes); a spawn worker reading every
     item adds little private memory; the name goes when the container is freed."""
     seq = sd.StringSequence(_texts())
-    assert len(ForkingPickler.dumps(seq)) < 4096 < seq.nbytes
+    blob = ForkingPickler.dumps(seq)
+    assert len(blob) < 4096 < seq.nbytes
+    assert pickle.loads(blob) == seq  # reading it takes the pickle's ticket
     for grown in _growth(seq, "spawn"):
         assert grown < 0.1 * seq.nbytes, (grown, seq.nbytes)
     assert len(owned_names(os.getpid())) == 1
@@ -137,3 +153,165 @@ def test_no_segment_left_when_the_main_process_is_killed() -> None:
     while names_of(pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert names_of(pid) == []
+
+
+METHODS = ["fork", "spawn"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_temporaries_put_on_a_queue_are_read(method: str) -> None:
+    """Containers put on a multiprocessing queue with no reference kept (pickled later, by the
+    queue's feeder thread) reach the reader whole, each time; no name is left afterwards."""
+    context = multiprocessing.get_context(method)
+    inbox, outbox = context.Queue(), context.Queue()
+    reader = context.Process(target=echo_lists, args=(inbox, outbox, 3))
+    reader.start()
+    for number in range(3):
+        inbox.put(sd.compact(numbered_texts(1000, f"round {number}")))
+        gc.collect()
+        assert outbox.get(timeout=60) == numbered_texts(1000, f"round {number}")
+    reader.join(30)
+    assert reader.exitcode == 0
+    assert names_of(os.getpid()) == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_a_queue_is_read_after_its_writer_exited(method: str) -> None:
+    """A child puts temporaries and exits; the parent reads them afterwards, all whole, and no
+    name of the child's is left."""
+    context = multiprocessing.get_context(method)
+    outbox = context.Queue()
+    writer = context.Process(target=put_temporaries, args=(outbox, 3))
+    writer.start()
+    writer.join(60)
+    assert writer.exitcode == 0
+    for number in range(3):
+        assert list(outbox.get(timeout=30)) == numbered_texts(1000, f"temporary {number}")
+    gc.collect()
+    assert names_of(os.getpid()) == []
+    assert names_of(writer.pid) == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_pool_apply_async_with_a_temporary(method: str) -> None:
+    """Pool.apply_async(f, (compact(texts),)) three times before any result is taken: the pool's
+    worker reads each container whole, though the pool drops each task once it sent the next."""
+    with multiprocessing.get_context(method).Pool(1) as pool:
+        tasks = [numbered_texts(1000, f"task {number}") for number in range(3)]
+        results = [pool.apply_async(as_list, (sd.compact(texts),)) for texts in tasks]
+        gc.collect()
+        assert [result.get(timeout=30) for result in results] == tasks
+        pool.close()
+        pool.join()
+    gc.collect()
+    assert names_of(os.getpid()) == []
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_receiver_reads_after_the_sender_freed_the_container(method: str) -> None:
+    """The sender pickles a container into a pipe, frees it and collects garbage (its own name
+    is gone); the receiver, told only then to read, still gets every item."""
+    context = multiprocessing.get_context(method)
+    receiving, sending = context.Pipe(duplex=False)
+    go, outbox = context.Event(), context.Queue()
+    reader = context.Process(target=read_when_told, args=(receiving, go, outbox))
+    reader.start()
+    texts = numbered_texts(1000, "freed")
+    seq = sd.compact(texts)
+    sending.send(seq)
+    primary = owned_names(os.getpid())
+    del seq
+    gc.collect()
+    assert len(primary) == 2  # the container's own name and the pickle's ticket
+    assert len(owned_names(os.getpid())) == 1  # the container's name went with it
+    go.set()
+    assert outbox.get(timeout=60) == texts
+    reader.join(30)
+    assert names_of(os.getpid()) == []
+
+
+_SENDER_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {support!r})
+import multiprocessing
+import stoker.data as sd
+from data_compact_helpers import numbered_texts, read_after_parent_dies
+if __name__ == "__main__":
+    context = multiprocessing.get_context({method!r})
+    inbox = context.Queue()
+    reader = context.Process(target=read_after_parent_dies, args=(inbox, ["kept", "temporary"]))
+    reader.start()
+    kept = sd.compact(numbered_texts(1000, "kept"))
+    inbox.put(kept)
+    inbox.put(sd.compact(numbered_texts(1000, "temporary")))
+    inbox.close()
+    inbox.join_thread()  # both pickles are made and in the pipe
+    print(os.getpid(), reader.pid, flush=True)
+    time.sleep(120)
+"""
+
+
+def _wait_gone(pid: int) -> None:
+    deadline = time.monotonic() + 30
+    while process_alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not process_alive(pid)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_no_segment_left_after_the_sender_is_killed(method: str) -> None:
+    """The sender is SIGKILLed holding one container and with another in flight; its child reads
+    both afterwards, whole, and once every process has ended no name of theirs is left."""
+    script = _SENDER_SCRIPT.format(support=SUPPORT, method=method)
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    ) as sender:
+        assert sender.stdout is not None
+        pid, reader = map(int, sender.stdout.readline().split())
+        assert owned_names(pid)
+        os.kill(pid, signal.SIGKILL)
+        sender.wait(timeout=10)
+        assert sender.stdout.readline().strip() == "ok"
+    _wait_gone(reader)
+    assert names_of(pid) == []
+    assert names_of(reader) == []
+
+
+_RECEIVER_SCRIPT = """
+import os, signal, sys
+sys.path.insert(0, {support!r})
+import multiprocessing
+import stoker.data as sd
+from data_compact_helpers import numbered_texts, read_one_then_hang
+if __name__ == "__main__":
+    context = multiprocessing.get_context({method!r})
+    inbox, outbox = context.Queue(), context.Queue()
+    reader = context.Process(target=read_one_then_hang, args=(inbox, outbox))
+    reader.start()
+    inbox.put(sd.compact(numbered_texts(1000, "read")))
+    got = outbox.get(timeout=60)
+    inbox.put(sd.compact(numbered_texts(1000, "never read")))
+    inbox.close()
+    inbox.join_thread()  # the second pickle is made, and will never be read
+    os.kill(reader.pid, signal.SIGKILL)
+    reader.join(10)
+    print(os.getpid(), reader.pid, got == numbered_texts(1000, "read"), flush=True)
+"""
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_no_segment_left_after_the_receiver_is_killed(method: str) -> None:
+    """The receiver is SIGKILLed after reading one container, with another unread in its queue;
+    the sender then exits, and no name of either is left."""
+    script = _RECEIVER_SCRIPT.format(support=SUPPORT, method=method)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        stdout=subprocess.PIPE,
+        text=True,
+        timeout=100,
+    )
+    pid, reader, read = done.stdout.split()
+    assert (done.returncode, read) == (0, "True")
+    assert names_of(int(pid)) == []
+    assert names_of(int(reader)) == []

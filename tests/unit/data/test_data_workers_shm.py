@@ -14,8 +14,11 @@ from stoker.data._workers import shm as _shm
 from stoker.data._workers.shm import (
     SharedMemoryFullError,
     create_segment,
+    map_read_only,
     map_segment,
+    next_serial,
     segment_name,
+    segment_pids,
     shm_free_bytes,
     sweep_orphans,
     unlink_segments,
@@ -26,6 +29,17 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /de
 
 def _names(tmp_dir: str) -> list[str]:
     return sorted(os.listdir(tmp_dir))
+
+
+def _ended_pid() -> int:
+    ended = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=30,
+    )
+    return int(ended.stdout)
 
 
 def test_segment_is_mapped_then_unlinked(tmp_path: Any) -> None:
@@ -66,14 +80,7 @@ def test_fallocate_enospc_becomes_a_clear_error(
 
 def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
     """Names whose main and worker pids are both gone are swept; live ones stay."""
-    ended = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    dead_pid = int(ended.stdout)
+    dead_pid = _ended_pid()
     directory = str(tmp_path)
     dead = segment_name(dead_pid, dead_pid, 1)
     live = segment_name(os.getpid(), dead_pid, 1)
@@ -85,3 +92,72 @@ def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
     assert _names(directory) == sorted([live, other])
     assert unlink_segments(os.getpid(), directory=directory) == 1
     assert _names(directory) == [other]
+
+
+def test_sweep_counts_the_exiting_process_as_ended(tmp_path: Any) -> None:
+    """sweep_orphans(gone=pid) removes the names of pid paired with an ended process, and
+    keeps those paired with a live one."""
+    directory = str(tmp_path)
+    me, dead = os.getpid(), _ended_pid()
+    mine = segment_name(me, me, 1)
+    with_dead = segment_name(dead, me, 2)
+    with_live = segment_name(os.getppid(), me, 3)
+    for name in (mine, with_dead, with_live):
+        with open(os.path.join(directory, name), "wb"):
+            pass
+    assert sweep_orphans(directory) == 0
+    assert sweep_orphans(directory, gone=me) == 2
+    assert _names(directory) == [with_live]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "unrelated-file",
+        "stoker-data-1-2",
+        "stoker-data-1-2-x",
+        "stoker-data-1-2-3/../x",
+        "../stoker-data-1-2-3",
+        "stoker-data-1-2-3\n",
+        "stoker-data--1-2-3",
+    ],
+)
+def test_segment_pids_reject_what_segment_name_does_not_make(name: str) -> None:
+    """Only names of the form segment_name makes have pids; paths and other files do not."""
+    assert segment_pids(name) is None
+    assert segment_pids(segment_name(12, 345, 6789)) == (12, 345)
+
+
+def test_serials_never_repeat_in_a_process() -> None:
+    """Slabs and shared buffers draw their serials from one count."""
+    first = next_serial()
+    assert next_serial() > first
+
+
+@pytest.mark.parametrize("name", ["../../etc/passwd", "stoker-data-1-1-1/x", "passwd"])
+def test_map_read_only_refuses_other_paths(name: str) -> None:
+    """A name that is not a segment's is a ValueError, before any file is opened."""
+    with pytest.raises(ValueError, match=r"segment name must be stoker-data-<pid>-<pid>-<serial>"):
+        map_read_only(name, 64)
+
+
+def test_map_read_only_refuses_a_short_file_a_fifo_and_a_symlink(tmp_path: Any) -> None:
+    """A truncated segment, a FIFO and a symlink under a segment's name raise RuntimeError at
+    once (no bus error, no wait, no link followed)."""
+    directory = str(tmp_path)
+    short, fifo, link = (segment_name(1, 1, n) for n in (1, 2, 3))
+    with open(os.path.join(directory, short), "wb") as file:
+        file.write(b"x" * 10)
+    os.mkfifo(os.path.join(directory, fifo))
+    os.symlink(os.path.join(directory, short), os.path.join(directory, link))
+    with pytest.raises(RuntimeError, match="must hold at least 64 bytes, got 10"):
+        map_read_only(short, 64, directory)
+    with pytest.raises(RuntimeError, match="not a plain file"):
+        map_read_only(fifo, 64, directory)
+    with pytest.raises(RuntimeError, match="must be a shared-memory file"):
+        map_read_only(link, 10, directory)
+    with pytest.raises(FileNotFoundError):
+        map_read_only(segment_name(1, 1, 4), 64, directory)
+    mapping, _ = map_read_only(short, 10, directory)
+    assert mapping[:] == b"x" * 10

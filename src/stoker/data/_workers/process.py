@@ -67,7 +67,7 @@ from stoker.data._workers.info import (
 )
 from stoker.data._workers.loop import worker_loop
 from stoker.data._workers.protocol import STOP, Command, Reply, Task, WorkerSetup
-from stoker.data._workers.shared_arrays import serves_every_process
+from stoker.data._workers.shared_arrays import serves_every_process, tickets_dropped_on_error
 from stoker.data._workers.shm import sweep_orphans, unlink_owned, unlink_segments
 from stoker.data._workers.slabs import SlabReader, SlabWriter
 from stoker.data._workers.taskpipe import TaskPipe, grow_pipe
@@ -282,7 +282,8 @@ class ProcessPool:
         """Pickle ``setup`` once for every worker; None when it must go to each separately."""
         buffer = io.BytesIO()
         try:
-            _OncePickler(buffer).dump(setup)
+            with tickets_dropped_on_error():  # a pickle given up half-way is read by nobody
+                _OncePickler(buffer).dump(setup)
         except _PerProcess:
             return None  # a tensor, connection, ...: each worker gets its own pickle
         except RuntimeError:

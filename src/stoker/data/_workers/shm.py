@@ -1,6 +1,7 @@
 """Shared-memory segments for batch slabs: create, map, unlink, and sweep up orphans.
 
-A *segment* is one file in ``/dev/shm`` named ``stoker-data-<main pid>-<worker pid>-<serial>``.
+A *segment* is one file in ``/dev/shm`` named ``stoker-data-<main pid>-<worker pid>-<serial>``
+(the serial from :func:`next_serial`, one count per process for every name it makes).
 A worker creates it (:func:`create_segment`), reserving every page up front with
 ``posix_fallocate`` so that a full ``/dev/shm`` raises :class:`SharedMemoryFullError` at once
 instead of a bus error on first touch, and maps it. The main process maps it once
@@ -16,27 +17,37 @@ killed at once.
 A process may also *own* segments that outlive a single map: the shared buffers of
 ``stoker.data``'s compact containers (:mod:`stoker.data._workers.shared_arrays`), named
 ``stoker-data-<owner pid>-<owner pid>-<serial>`` (the owner in both places, so the sweep's rule
-applies as it is). Every process that receives one maps it without unlinking it
-(``map_segment(..., keep_name=True)``); the owner unlinks the name when the container is freed
+applies as it is), and the *tickets* of their multiprocessing pickles, more names for the same
+memory, named after the process that pickled and its multiprocessing parent like a worker's
+slab (``stoker-data-<parent pid>-<pid>-<serial>``; a main process's as its owned names). Every
+process that receives one maps it read-only without unlinking the owned name
+(:func:`map_read_only`); the owner unlinks that name when the container is freed
 or the owner exits, a worker that finds its main process gone unlinks the main process's owned
-names too (:func:`unlink_owned`), and the sweep removes the names of an owner that was killed.
+names too (:func:`unlink_owned`), and the sweep removes the names of processes that ended,
+also when a process that used shared containers exits (``sweep_orphans(gone=os.getpid())``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import mmap
 import os
+import re
+import stat
 
 __all__ = [
     "SEGMENT_PREFIX",
     "SHM_DIR",
     "SharedMemoryFullError",
     "create_segment",
+    "map_read_only",
     "map_segment",
+    "next_serial",
     "process_alive",
     "segment_name",
+    "segment_pids",
     "shm_free_bytes",
     "sweep_orphans",
     "unlink_owned",
@@ -48,6 +59,9 @@ SHM_DIR = "/dev/shm"
 
 SEGMENT_PREFIX = "stoker-data-"
 """The start of every segment name this module creates."""
+
+_NAME = re.compile(re.escape(SEGMENT_PREFIX) + r"([0-9]{1,10})-([0-9]{1,10})-[0-9]{1,20}")
+_serials = itertools.count(1)
 
 
 class SharedMemoryFullError(RuntimeError):
@@ -70,6 +84,18 @@ class SharedMemoryFullError(RuntimeError):
 def segment_name(main_pid: int, worker_pid: int, serial: int) -> str:
     """Return the name of a worker's ``serial``-th segment (a file name in :data:`SHM_DIR`)."""
     return f"{SEGMENT_PREFIX}{main_pid}-{worker_pid}-{serial}"
+
+
+def next_serial() -> int:
+    """Return a serial no other name of this process has (slabs and shared buffers share it)."""
+    return next(_serials)
+
+
+def segment_pids(name: str) -> tuple[int, int] | None:
+    """Return the two pids in a segment name :func:`segment_name` made, or None for any other
+    string (another file, a path with ``/``)."""
+    match = _NAME.fullmatch(name)
+    return None if match is None else (int(match[1]), int(match[2]))
 
 
 def shm_free_bytes(directory: str = SHM_DIR) -> int:
@@ -114,26 +140,57 @@ def create_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
         os.close(fd)
 
 
-def map_segment(
-    name: str, size: int, directory: str = SHM_DIR, *, keep_name: bool = False
-) -> mmap.mmap:
-    """Map the existing segment ``name`` and unlink its name (the mapping keeps the memory).
-
-    With ``keep_name=True`` the segment is mapped read-only and its name stays: an owned
-    segment, which other processes may still map (see the module docstring).
-    """
+def map_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
+    """Map the existing segment ``name`` and unlink its name (the mapping keeps the memory)."""
     path = os.path.join(directory, name)
-    fd = os.open(path, os.O_RDONLY if keep_name else os.O_RDWR)
+    fd = os.open(path, os.O_RDWR)
     try:
-        if keep_name:
-            return mmap.mmap(fd, size, access=mmap.ACCESS_READ)
         mapping = mmap.mmap(fd, size)
     finally:
         os.close(fd)
-        if not keep_name:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
     return mapping
+
+
+def map_read_only(
+    name: str, size: int, directory: str = SHM_DIR
+) -> tuple[mmap.mmap, os.stat_result]:
+    """Map the first ``size`` bytes of the existing segment ``name`` read-only, keeping its name.
+
+    Returns:
+        The mapping and the file's status (its inode tells whether a name still points to it).
+
+    Raises:
+        ValueError: when ``name`` is not a name :func:`segment_name` makes (another file, a
+            path with ``/``).
+        FileNotFoundError: when there is no segment of that name.
+        RuntimeError: when the file is not a plain file of at least ``size`` bytes (truncated,
+            or some other file), so that no read past its end can raise a bus error.
+    """
+    if not isinstance(name, str) or segment_pids(name) is None:
+        raise ValueError(
+            f"segment name must be {SEGMENT_PREFIX}<pid>-<pid>-<serial>, got {name!r}; the "
+            "pickle that named it was changed or is not stoker's"
+        )
+    path = os.path.join(directory, name)
+    try:  # no symlink followed, no wait on a FIFO
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise
+    except OSError as err:
+        raise RuntimeError(f"segment {path} must be a shared-memory file, got {err}") from err
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size < size:
+            raise RuntimeError(
+                f"segment {path} must hold at least {size} bytes, got {info.st_size} "
+                f"({'a plain file' if stat.S_ISREG(info.st_mode) else 'not a plain file'}): it "
+                "was truncated or replaced, or the pickle naming it was changed"
+            )
+        return mmap.mmap(fd, size, access=mmap.ACCESS_READ), info
+    finally:
+        os.close(fd)
 
 
 def unlink_segments(main_pid: int, worker_pid: int | None = None, directory: str = SHM_DIR) -> int:
@@ -179,8 +236,12 @@ def process_alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-def sweep_orphans(directory: str = SHM_DIR) -> int:
+def sweep_orphans(directory: str = SHM_DIR, *, gone: int | None = None) -> int:
     """Unlink this user's segment names whose main and worker processes have both ended.
+
+    Args:
+        directory: where the segments live.
+        gone: a pid to count as ended (a process sweeping as it exits passes its own).
 
     Returns:
         How many names were removed.
@@ -192,10 +253,8 @@ def sweep_orphans(directory: str = SHM_DIR) -> int:
     except OSError:
         return 0
     for entry in entries:
-        if not entry.startswith(SEGMENT_PREFIX):
-            continue
-        parts = entry[len(SEGMENT_PREFIX) :].split("-")
-        if len(parts) != 3 or not all(part.isdigit() for part in parts):
+        pids = segment_pids(entry)
+        if pids is None:
             continue
         path = os.path.join(directory, entry)
         try:
@@ -203,7 +262,7 @@ def sweep_orphans(directory: str = SHM_DIR) -> int:
                 continue
         except OSError:
             continue
-        if not process_alive(int(parts[0])) and not process_alive(int(parts[1])):
+        if all(pid == gone or not process_alive(pid) for pid in pids):
             with contextlib.suppress(OSError):
                 os.unlink(path)
                 removed += 1

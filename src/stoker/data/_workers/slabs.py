@@ -63,7 +63,13 @@ from stoker.data._collate import (
 )
 from stoker.data._workers.heap import keep_heap
 from stoker.data._workers.protocol import BATCH, Reply
-from stoker.data._workers.shm import SHM_DIR, create_segment, map_segment, segment_name
+from stoker.data._workers.shm import (
+    SHM_DIR,
+    create_segment,
+    map_segment,
+    next_serial,
+    segment_name,
+)
 
 __all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter", "array_bytes"]
 
@@ -175,7 +181,7 @@ class SlabWriter:
             # not wait for a whole batch's worth of memory to be allocated and zeroed.
             size = min(size, self._share_size)
         self._serial += 1
-        name = segment_name(self.main_pid, os.getpid(), self._serial)
+        name = segment_name(self.main_pid, os.getpid(), next_serial())
         mapping = create_segment(name, size, self.directory)
         slab = _Slab(self._serial, name, size, mapping)
         self.slabs[slab.id] = slab
