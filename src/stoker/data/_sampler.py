@@ -21,13 +21,13 @@ checks, torch's double-kind errors) are here too.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from stoker.data._epochs import EpochClock, EpochRecord, track
+from stoker.data._fetch import take
 from stoker.data._generator import check_generator
 from stoker.data._kinds import TypeValueError
 from stoker.data._stateful import Stateful
@@ -281,10 +281,10 @@ class BatchSampler(Sampler[list[int]]):
             # stoker's own samplers: cut their index lists directly (same batches, less work)
             yield from sampler._batches(self.batch_size, self.drop_last)
             return
-        indices = iter(sampler)
+        indices = iter(sampler)  # once: an iterator that restarts in __iter__ gets next() only
         size = self.batch_size
         while True:
-            batch = list(itertools.islice(indices, size))
+            batch = take(indices, size)
             if len(batch) < size and (self.drop_last or not batch):
                 return
             yield batch

@@ -26,6 +26,7 @@ the guarantees.
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 from collections.abc import Iterator
@@ -387,11 +388,16 @@ class ResumeTracker:
     def _stream(
         progress: EpochProgress, items: Iterator[Any], replay: int, wrap: bool
     ) -> Iterator[Any]:
+        # next() alone: iter() again would restart a sampler whose __iter__ returns itself
         if replay:
             progress.started = True
-            for _ in itertools.islice(items, replay):
-                pass
-        for item in items:
+            # the itertools docs' consume(): drop ``replay`` items without keeping them
+            collections.deque(map(next, itertools.repeat(items, replay)), maxlen=0)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
             progress.started = True
             yield keyed(item, progress.key) if wrap and progress.key is not None else item
 

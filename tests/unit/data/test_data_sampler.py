@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from data_fakes import Restarting
 
 from stoker.data import (
     BatchSampler,
@@ -174,6 +176,22 @@ def test_batch_sampler(drop_last: bool, expected: list[list[int]]) -> None:
     sampler = BatchSampler(range(7), 3, drop_last)
     assert list(sampler) == expected
     assert len(sampler) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("drop_last", "expected"),
+    [(False, [[0, 1, 2], [3, 4, 5], [6]]), (True, [[0, 1, 2], [3, 4, 5]])],
+)
+def test_batch_sampler_calls_iter_once_on_its_sampler(
+    drop_last: bool, expected: list[list[int]]
+) -> None:
+    """Over a sampler whose ``__iter__`` restarts it, each epoch calls ``iter()`` on it once and
+    groups its indices once each (``itertools.islice`` would restart it every batch)."""
+    inner = Restarting(list(range(7)))
+    sampler = BatchSampler(inner, 3, drop_last)
+    for epoch in range(2):
+        assert list(itertools.islice(sampler, len(expected) + 1)) == expected
+        assert inner.iter_calls == epoch + 1
 
 
 @pytest.mark.parametrize(
