@@ -400,6 +400,39 @@ def test_batch_sampler_respects_an_overridden_iter() -> None:
     assert list(BatchSampler(Reversed(range(5)), 2, False)) == [[4, 3], [2, 1], [0]]
 
 
+def test_set_epoch_never_changes_the_epoch_under_way() -> None:
+    """``set_epoch`` of the epoch the sampler began on its own, while it runs or once drawn to
+    its end, is a no-op (the next epoch still follows it); set again, or after an iteration
+    closed early, it chooses the next epoch; another epoch applies from the next ``iter()``."""
+    reference = RandomSampler(range(12), generator=4)
+    epochs = [list(reference) for _ in range(3)]
+    sampler = RandomSampler(range(12), generator=4)
+    running = iter(sampler)
+    head = [next(running) for _ in range(5)]
+    sampler.set_epoch(0)  # Lightning's call after iter(loader): no-op
+    assert sampler.epoch == 0
+    assert sampler.state_dict()["offset"] == 5
+    assert head + list(running) == epochs[0]
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(1)  # drawn to its end, begun on its own: still a no-op
+    assert list(sampler) == epochs[2]
+    sampler.set_epoch(1)
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(1)  # of an epoch set_epoch chose: repeats it
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(0)
+    closed = iter(sampler)
+    next(closed)
+    closed.close()
+    sampler.set_epoch(1)
+    running = iter(sampler)
+    next(running)
+    sampler.set_epoch(0)  # another epoch: from the next iter(), after this one
+    assert sampler.epoch == 1
+    assert len(list(running)) == 11
+    assert list(sampler) == epochs[0]
+
+
 def test_generator_attribute_can_be_replaced_and_epochs_set() -> None:
     """Assigning .generator changes later epochs; set_epoch jumps to an epoch's order."""
     sampler = RandomSampler(range(30), generator=1)
