@@ -301,6 +301,20 @@ class StatefulRestartingStream(RestartingStream):
         self._loaded = int(state["yielded"])
 
 
+class ArgumentStateStream(RestartingStream):
+    """A :class:`RestartingStream` whose ``state_dict`` needs arguments, as litdata's
+    ``StreamingDataset.state_dict(num_samples_yielded, num_workers, batch_size)``: not the
+    no-argument contract stoker's loader calls."""
+
+    def state_dict(self, num_samples_yielded: int, num_workers: int, batch_size: int) -> Any:
+        """A state only the dataset's own loader knows how to ask for."""
+        return {"yielded": num_samples_yielded, "workers": num_workers, "batch": batch_size}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Never called by stoker's loader (it resumes this dataset by fast-forward)."""
+        raise AssertionError(f"load_state_dict({state!r}) was called")
+
+
 class CountingDataset(RangeDataset):
     """Counts every fetch in a shared multiprocessing counter; with ``nbytes``, sample i is
     ``nbytes`` bytes of ``i % 256`` instead."""

@@ -43,7 +43,7 @@ from stoker.data._sample_rng import keyed
 from stoker.data._sampler import BatchSampler, EpochSampler
 from stoker.data._sharded import ShardedIterableDataset
 from stoker.data._state_iterable import check_worker_states, merged_resume, save_iterable
-from stoker.data._stateful import OffsetStateful, Stateful
+from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
 
 __all__ = ["LOADER_STATE_FORMAT", "LOADER_STATE_VERSION", "ResumeTracker", "check_header"]
 
@@ -79,7 +79,7 @@ def _replay_source(index_sampler: Any) -> Stateful | None:
         and type(source).load_state_dict is BatchSampler.load_state_dict
     ):
         source = source.sampler
-    return source if isinstance(source, Stateful) else None
+    return source if is_stateful(source) else None
 
 
 def _describe(plan: LoaderPlan) -> dict[str, Any]:
@@ -169,7 +169,7 @@ def _modes(plan: LoaderPlan) -> tuple[str, ...]:
         if target is None:
             return ("replay",)
         return ("offset", "merged") if isinstance(target[0], DistributedSampler) else ("offset",)
-    if not isinstance(plan.dataset, Stateful):
+    if not is_stateful(plan.dataset):
         return ("fast_forward",)
     merged = ("merged",) if isinstance(plan.dataset, ShardedIterableDataset) else ()
     return ("worker_states", "fast_forward", *merged) if plan.num_workers else ("dataset", *merged)
@@ -188,8 +188,11 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
     mode, modes = state["mode"], _modes(plan)
     if mode not in modes:
         why = ""
-        if plan.iterable and not isinstance(plan.dataset, Stateful):
-            why = f" ({type(plan.dataset).__name__} has no state_dict()/load_state_dict())"
+        if plan.iterable and not is_stateful(plan.dataset):
+            why = (
+                f" ({type(plan.dataset).__name__} has no state_dict()/load_state_dict(), or a "
+                "state_dict() that needs arguments)"
+            )
         raise _bad("mode", mode, f"one of {list(modes)} for this loader{why}")
     saved = state["sampler_state"]
     if mode == "offset":
