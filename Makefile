@@ -25,9 +25,13 @@ $(RUN_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet --no-compile -e '.[tensorboard]'
 	touch $(RUN_STAMP)
 
-# Everything the tests need from PyPI.
+# Everything the tests need from PyPI. litdata declares torchvision, whose wheel does not import
+# with the CPU torch the tests use and, once installed, breaks Lightning's import (torchmetrics
+# imports it): litdata goes in without its declared requirements, the others are in the test extra.
+LITDATA := litdata==0.2.76
 $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps $(LITDATA)
 	touch $(STAMP) $(RUN_STAMP)
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
-from stoker.data import Dataset, IterableDataset
+from stoker.data import Dataset, IterableDataset, Sampler
 
 
 class Numbers(Dataset[int]):
@@ -33,3 +34,28 @@ class Counting(IterableDataset[int]):
     def __iter__(self) -> Iterator[int]:
         self.started += 1
         return iter(range(self.n))
+
+
+class Restarting(Sampler[Any]):
+    """An iterator that is its own iterable: ``iter()`` restarts it at ``items[0]`` and is
+    counted in ``iter_calls`` (litdata's StreamingDataset is written so). Usable as a sampler,
+    a batch sampler or an iterable of samples."""
+
+    def __init__(self, items: list[Any]) -> None:
+        self.items = items
+        self.iter_calls = 0
+        self._position = 0
+
+    def __iter__(self) -> Restarting:
+        self.iter_calls += 1
+        self._position = 0
+        return self
+
+    def __next__(self) -> Any:
+        if self._position >= len(self.items):
+            raise StopIteration
+        self._position += 1
+        return self.items[self._position - 1]
+
+    def __len__(self) -> int:
+        return len(self.items)

@@ -247,6 +247,74 @@ class UnevenStream(IterableDataset[int]):
         return iter(worker * 1000 + k for k in range(self.counts[worker]))
 
 
+class RestartingStream(IterableDataset[tuple[int, int, int]]):
+    """An iterator that is its own iterable, as litdata's StreamingDataset: ``iter()`` restarts it.
+
+    Each ``__iter__`` call is counted in the replica (a worker's copy counts its own) and starts
+    worker ``w`` of ``k`` at ``w`` (plus a loaded state's position), striding by ``k`` over
+    ``0..n-1``; each sample is ``(value, worker id or -1, the replica's __iter__ calls so far)``.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.iter_calls = 0
+        self._worker = -1
+        self._next = 0
+        self._step = 1
+
+    def __iter__(self) -> RestartingStream:
+        info = get_worker_info()
+        self.iter_calls += 1
+        self._worker = -1 if info is None else info.id
+        start, self._step = (0, 1) if info is None else (info.id, info.num_workers)
+        self._next = start + self._step * self._resume_at()
+        return self
+
+    def _resume_at(self) -> int:
+        return 0
+
+    def __next__(self) -> tuple[int, int, int]:
+        if self._next >= self.n:
+            raise StopIteration
+        value, self._next = self._next, self._next + self._step
+        return value, self._worker, self.iter_calls
+
+
+class StatefulRestartingStream(RestartingStream):
+    """A :class:`RestartingStream` with a state: how many samples this replica yielded."""
+
+    def __init__(self, n: int) -> None:
+        super().__init__(n)
+        self._loaded = 0
+
+    def _resume_at(self) -> int:
+        loaded, self._loaded = self._loaded, 0
+        return loaded
+
+    def state_dict(self) -> dict[str, Any]:
+        """The samples this replica yielded in its current pass."""
+        first = 0 if self._worker < 0 else self._worker
+        return {"yielded": (self._next - first) // self._step}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Make the next ``iter()`` skip the samples ``state`` says were yielded."""
+        self._loaded = int(state["yielded"])
+
+
+class ArgumentStateStream(RestartingStream):
+    """A :class:`RestartingStream` whose ``state_dict`` needs arguments, as litdata's
+    ``StreamingDataset.state_dict(num_samples_yielded, num_workers, batch_size)``: not the
+    no-argument contract stoker's loader calls."""
+
+    def state_dict(self, num_samples_yielded: int, num_workers: int, batch_size: int) -> Any:
+        """A state only the dataset's own loader knows how to ask for."""
+        return {"yielded": num_samples_yielded, "workers": num_workers, "batch": batch_size}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Never called by stoker's loader (it resumes this dataset by fast-forward)."""
+        raise AssertionError(f"load_state_dict({state!r}) was called")
+
+
 class CountingDataset(RangeDataset):
     """Counts every fetch in a shared multiprocessing counter; with ``nbytes``, sample i is
     ``nbytes`` bytes of ``i % 256`` instead."""

@@ -1,14 +1,16 @@
 """A tiny Lightning training run that records the sample ids its training steps see.
 
-In-process runs call :func:`fit`. Run as ``python libs_lightning_train.py OUT_DIR``, it trains
-with ``strategy="ddp", devices=2`` on the CPU over gloo, once per loader run: Lightning starts the
-second rank by running this script again (as it does for any script), and each rank writes
-``OUT_DIR/rank{R}.json``: ``{"door-setting": [ids its training steps saw]}`` (``null`` for a door
-missing from this tree).
+In-process runs call :func:`fit`, or :func:`fit_interrupted` for a run stopped in the middle of
+an epoch and resumed from Lightning's checkpoint (``Trainer.fit(ckpt_path=...)``). Run as
+``python libs_lightning_train.py OUT_DIR``, it trains with ``strategy="ddp", devices=2`` on the
+CPU over gloo, once per loader run: Lightning starts the second rank by running this script
+again (as it does for any script), and each rank writes ``OUT_DIR/rank{R}.json``:
+``{"door-setting": [ids its training steps saw]}`` (``null`` for a door missing from this tree).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -63,23 +65,67 @@ class Recorder(pl.LightningModule):
         return torch.optim.SGD(self.parameters(), lr=0.01)
 
 
-def fit(door: str, setting: str, **trainer_args: Any) -> tuple[int, list[int]]:
-    """Train one epoch with a loader of ``door``; return (global rank, the ids seen, in order)."""
+class Interrupted(Exception):
+    """Ends a run as a crash would (raised by :class:`SaveAndStop`)."""
+
+
+class SaveAndStop(pl.Callback):
+    """After ``steps`` training steps, save Lightning's checkpoint at ``path``, then crash.
+
+    The checkpoint is the one ``ModelCheckpoint(every_n_train_steps=...)`` would write at that
+    step; its fit loop state holds the loader's ``state_dict()`` (``"combined_loader"``).
+    """
+
+    def __init__(self, path: str, steps: int) -> None:
+        self.path = path
+        self.steps = steps
+
+    def on_train_batch_end(self, trainer: pl.Trainer, *args: Any) -> None:
+        if trainer.global_step == self.steps:
+            trainer.save_checkpoint(self.path)
+            raise Interrupted(f"stopped after {self.steps} steps")
+
+
+def fit(
+    door: str,
+    setting: str,
+    *,
+    max_epochs: int = 1,
+    ckpt_path: str | None = None,
+    callbacks: tuple[pl.Callback, ...] = (),
+    **trainer_args: Any,
+) -> tuple[int, list[int]]:
+    """Train ``max_epochs`` with a loader of ``door`` (from ``ckpt_path`` when given); return
+    (global rank, the ids seen, in order)."""
     model = Recorder(door, setting)
     trainer = pl.Trainer(
         accelerator="cpu",
-        max_epochs=1,
+        max_epochs=max_epochs,
         enable_progress_bar=False,
         enable_model_summary=False,
         logger=False,
         enable_checkpointing=False,
+        callbacks=list(callbacks),
         **trainer_args,
     )
     with warnings.catch_warnings():
         # Lightning's advice (more workers, a sampler for an iterable, ...) is no failure here
         warnings.filterwarnings("ignore", module="lightning")
-        trainer.fit(model)
+        with contextlib.suppress(Interrupted):  # SaveAndStop's crash, after its checkpoint
+            trainer.fit(model, ckpt_path=ckpt_path)
     return trainer.global_rank, model.seen
+
+
+def fit_interrupted(
+    door: str, setting: str, path: str, steps: int, max_epochs: int
+) -> tuple[list[int], list[int]]:
+    """Train ``max_epochs``, crash after ``steps`` steps with a checkpoint at ``path``, and
+    resume from it in a new trainer and model; return the ids seen before and after."""
+    _, before = fit(
+        door, setting, max_epochs=max_epochs, callbacks=(SaveAndStop(path, steps),), devices=1
+    )
+    _, after = fit(door, setting, max_epochs=max_epochs, ckpt_path=path, devices=1)
+    return before, after
 
 
 def main(out_dir: str) -> None:

@@ -75,6 +75,11 @@ class EpochRecord:
         draws: how the indices are drawn from ``seed`` or ``torch_state``.
         start: the offset the epoch starts at (non-zero when resumed).
         restored: the epoch comes from a state (loaded or fixed), not from a live draw.
+        live: the sampler's iteration of this epoch has begun and has neither ended nor been
+            closed.
+        ended: that iteration ran to its end (a loader's workers may still be delivering it).
+        confirmed: ``set_epoch`` named this epoch (before it began, or once while it ran), so
+            a further ``set_epoch`` of it asks for it again (see :meth:`EpochClock.set_epoch`).
     """
 
     index: int
@@ -83,6 +88,9 @@ class EpochRecord:
     draws: Draws = Draws.KEYED
     start: int = 0
     restored: bool = False
+    live: bool = False
+    ended: bool = False
+    confirmed: bool = False
     _chunk_end: int = 0
     _chunk_it: Iterator[int] | None = field(default=None, repr=False)
 
@@ -101,15 +109,20 @@ def track(record: EpochRecord, chunks: Iterator[list[int]]) -> Iterator[int]:
         chunks: lists of indices, in order.
 
     Yields:
-        Each index.
+        Each index. Once the iteration ends ``record.ended`` turns True, and once it ends or
+        is closed ``record.live`` turns False.
     """
     position = record.start
-    for chunk in chunks:
-        iterator = iter(chunk)
-        record._chunk_it = iterator
-        position += len(chunk)
-        record._chunk_end = position
-        yield from iterator
+    try:
+        for chunk in chunks:
+            iterator = iter(chunk)
+            record._chunk_it = iterator
+            position += len(chunk)
+            record._chunk_end = position
+            yield from iterator
+        record.ended = True
+    finally:  # ended, closed or collected: the epoch is no longer being iterated
+        record.live = False
 
 
 class EpochClock:
@@ -137,6 +150,7 @@ class EpochClock:
         self.current: EpochRecord | None = None
         self._pending: EpochRecord | None = None
         self._pinned = False  # the pending epoch only fixes a global seed (nothing was loaded)
+        self._chosen = False  # set_epoch chose the epoch the next begin() starts
         self._numpy_state_after_draw: Any = None
 
     def begin(self) -> EpochRecord:
@@ -165,6 +179,7 @@ class EpochClock:
                 record.draws = Draws.TORCH_STATE
                 record.torch_state = save_generator(generator).torch
         self.next_epoch = record.index + 1
+        record.live, record.confirmed, self._chosen = True, self._chosen, False
         self.current = record
         return record
 
@@ -194,16 +209,30 @@ class EpochClock:
             self.discard_pending()
 
     def set_epoch(self, epoch: int) -> None:
-        """Make the next :meth:`begin` start epoch ``epoch``.
+        """Make the next :meth:`begin` start epoch ``epoch``; never change the epoch under way.
 
-        A pending epoch of that number (a loaded state, with its offset, or a global seed a state
-        fixed) is kept; any other pending epoch is dropped.
+        As with torch's DistributedSampler, whose ``set_epoch`` affects the next ``iter()``,
+        the epoch begun last keeps its record (a loader's ``state_dict()`` describes the place
+        in it). One call is a no-op: ``set_epoch`` of the epoch the sampler began on its own
+        (the next in order, or a loaded state's) and is iterating or has just drawn to its end:
+        the order ``iter(loader)``, then ``set_epoch(e)`` (Lightning's, whose workers may have
+        drawn all of a short epoch already) then equals ``set_epoch(e)``, then ``iter(loader)``.
+        Any other call sets the next epoch (``set_epoch(e)`` again: repeat ``e``). A pending
+        epoch of that number (a loaded state, with its offset, or a global seed a state fixed)
+        is kept; any other pending epoch is dropped.
         """
-        self.current = None
+        current = self.current
+        if current is not None:
+            if current.index == epoch and not current.confirmed and (current.live or current.ended):
+                current.confirmed = True
+                return
+            if not current.live and not current.ended:  # closed before its end: left behind
+                self.current = None
         pending = self._pending
         if pending is None or pending.index != epoch:
             self.next_epoch = epoch
             self.discard_pending()
+        self._chosen = True
 
     def discard_pending(self) -> None:
         """Forget a loaded (or fixed), not yet started epoch."""
@@ -214,7 +243,7 @@ class EpochClock:
     def epoch(self) -> int:
         """The number of the next epoch :meth:`begin` starts (the current one while running)."""
         current = self.current
-        return current.index if current is not None else self.next_epoch
+        return current.index if current is not None and current.live else self.next_epoch
 
     def state(self, length_fields: dict[str, Any], total: int) -> dict[str, Any]:
         """Return the JSON-serialisable state; ``total`` is the number of indices per epoch.
@@ -224,7 +253,7 @@ class EpochClock:
         for it, so that the state reproduces the epoch that follows.
         """
         record = self.current
-        consumed = None if record is None else record.offset()
+        consumed = None if record is None or record.ended else record.offset()
         if consumed is None or consumed >= total:
             consumed = None
             if self._pending is None and self.uses_randomness and self.generator is None:
@@ -302,7 +331,7 @@ class EpochClock:
             self._numpy_state_after_draw = saved.numpy
         self.current = None
         self.next_epoch = epoch
-        self._pinned = False
+        self._pinned = self._chosen = False
         if offset == 0 and state.get("seed") is None and draws is not Draws.TORCH_GLOBAL:
             self._pending = None
             if saved.torch is not None:

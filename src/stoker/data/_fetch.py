@@ -8,7 +8,10 @@ A *fetcher* turns what the index sampler yields into what the loader yields:
 * iterable-style datasets: the sampler yields placeholders whose only meaning is "one batch" (a
   list as long as the batch) or "one sample" (``None``); the fetcher pulls that many samples from
   ``iter(dataset)``. When the iterator ends, the last short batch is collated unless
-  ``drop_last`` is set, and any later fetch raises :class:`DatasetExhausted`.
+  ``drop_last`` is set, and any later fetch raises :class:`DatasetExhausted`. As in torch,
+  ``iter(dataset)`` is called once per epoch (per worker) and its result only gets ``next()``
+  (:func:`take`): an iterator whose ``__iter__`` restarts it and returns itself (litdata's
+  ``StreamingDataset``) would otherwise yield its first batch forever.
 
 The gathering step (:meth:`gather`) and the collation step are separate so that a transport can
 collate into its own buffers. A failing ``dataset[i]`` is marked with ``i`` (see
@@ -19,11 +22,23 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from stoker.data._errors import mark_index
 
-__all__ = ["DatasetExhausted", "Fetcher", "IterableFetcher", "MapFetcher", "make_fetcher"]
+__all__ = ["DatasetExhausted", "Fetcher", "IterableFetcher", "MapFetcher", "make_fetcher", "take"]
+
+T = TypeVar("T")
+
+
+def take(iterator: Iterator[T], count: int) -> list[T]:
+    """Return the next ``count`` items of ``iterator`` (fewer when it ends), by ``next()`` alone.
+
+    ``itertools.islice(iterator, count)`` calls ``iter(iterator)`` first, which restarts an
+    iterator whose ``__iter__`` resets it and returns itself; this never calls ``iter()``.
+    """
+    # map(next, ...) stops where next() raises StopIteration, keeping the items before it
+    return list(map(next, itertools.repeat(iterator, count)))
 
 
 class DatasetExhausted(Exception):
@@ -120,9 +135,9 @@ class IterableFetcher:
                 self.ended = True
                 raise DatasetExhausted from None
         wanted = len(index)
-        samples: list[Any] = list(itertools.islice(iterator, wanted))
+        samples = take(iterator, wanted)
         if len(samples) < wanted:
-            self.ended = True  # islice stops early only when the iterator has ended
+            self.ended = True  # take stops early only when the iterator has ended
         if not samples or (self.drop_last and len(samples) < len(index)):
             raise DatasetExhausted
         return samples

@@ -21,13 +21,13 @@ checks, torch's double-kind errors) are here too.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Iterable, Iterator, Sized
 from typing import Any, Generic, TypeVar
 
 import numpy as np
 
 from stoker.data._epochs import EpochClock, EpochRecord, track
+from stoker.data._fetch import take
 from stoker.data._generator import check_generator
 from stoker.data._kinds import TypeValueError
 from stoker.data._stateful import Stateful
@@ -170,21 +170,25 @@ class EpochSampler(Sampler[int]):
     def _batches(self, batch_size: int, drop_last: bool) -> Iterator[list[int]]:
         """Yield the epoch's indices cut into lists, slicing whole chunks (BatchSampler's path)."""
         record, chunks = self._begin_chunks()
-        position = record.start
-        carry: list[int] = []
-        for piece in chunks:
-            chunk = piece if type(piece) is list else list(piece)
-            if carry:
-                chunk = carry + chunk
-            full = len(chunk) - len(chunk) % batch_size
-            for begin in range(0, full, batch_size):
-                position += batch_size
-                record.start = position
-                yield chunk[begin : begin + batch_size]
-            carry = chunk[full:]
-        if carry and not drop_last:
-            record.start = position + len(carry)
-            yield carry
+        try:
+            position = record.start
+            carry: list[int] = []
+            for piece in chunks:
+                chunk = piece if type(piece) is list else list(piece)
+                if carry:
+                    chunk = carry + chunk
+                full = len(chunk) - len(chunk) % batch_size
+                for begin in range(0, full, batch_size):
+                    position += batch_size
+                    record.start = position
+                    yield chunk[begin : begin + batch_size]
+                carry = chunk[full:]
+            if carry and not drop_last:
+                record.start = position + len(carry)
+                yield carry
+            record.ended = True
+        finally:  # ended, closed or collected, as in track()
+            record.live = False
 
     @property
     def generator(self) -> Any:
@@ -199,6 +203,13 @@ class EpochSampler(Sampler[int]):
         """Make the next ``iter()`` start epoch ``epoch`` (with an int seed: its order).
 
         Not in torch's samplers (which only advance); useful to jump to an epoch directly.
+        As with torch's DistributedSampler, the epoch under way is never changed (a loader's
+        ``state_dict()`` still describes the place in it): ``set_epoch`` affects the next
+        ``iter()``. Calling it after ``iter(loader)``, as Lightning does, when the loader's
+        workers have begun the epoch already (the next in order, or a loaded state's), is a
+        no-op: the next ``iter()`` still starts the epoch after it, as if ``set_epoch`` had
+        come first. Any other call, ``set_epoch`` of that epoch again included, chooses the
+        epoch the next ``iter()`` starts.
 
         Args:
             epoch: a non-negative int.
@@ -281,10 +292,10 @@ class BatchSampler(Sampler[list[int]]):
             # stoker's own samplers: cut their index lists directly (same batches, less work)
             yield from sampler._batches(self.batch_size, self.drop_last)
             return
-        indices = iter(sampler)
+        indices = iter(sampler)  # once: an iterator that restarts in __iter__ gets next() only
         size = self.batch_size
         while True:
-            batch = list(itertools.islice(indices, size))
+            batch = take(indices, size)
             if len(batch) < size and (self.drop_last or not batch):
                 return
             yield batch

@@ -26,6 +26,7 @@ the guarantees.
 
 from __future__ import annotations
 
+import collections
 import copy
 import itertools
 from collections.abc import Iterator
@@ -42,7 +43,7 @@ from stoker.data._sample_rng import keyed
 from stoker.data._sampler import BatchSampler, EpochSampler
 from stoker.data._sharded import ShardedIterableDataset
 from stoker.data._state_iterable import check_worker_states, merged_resume, save_iterable
-from stoker.data._stateful import OffsetStateful, Stateful
+from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
 
 __all__ = ["LOADER_STATE_FORMAT", "LOADER_STATE_VERSION", "ResumeTracker", "check_header"]
 
@@ -78,7 +79,7 @@ def _replay_source(index_sampler: Any) -> Stateful | None:
         and type(source).load_state_dict is BatchSampler.load_state_dict
     ):
         source = source.sampler
-    return source if isinstance(source, Stateful) else None
+    return source if is_stateful(source) else None
 
 
 def _describe(plan: LoaderPlan) -> dict[str, Any]:
@@ -168,7 +169,7 @@ def _modes(plan: LoaderPlan) -> tuple[str, ...]:
         if target is None:
             return ("replay",)
         return ("offset", "merged") if isinstance(target[0], DistributedSampler) else ("offset",)
-    if not isinstance(plan.dataset, Stateful):
+    if not is_stateful(plan.dataset):
         return ("fast_forward",)
     merged = ("merged",) if isinstance(plan.dataset, ShardedIterableDataset) else ()
     return ("worker_states", "fast_forward", *merged) if plan.num_workers else ("dataset", *merged)
@@ -187,8 +188,11 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
     mode, modes = state["mode"], _modes(plan)
     if mode not in modes:
         why = ""
-        if plan.iterable and not isinstance(plan.dataset, Stateful):
-            why = f" ({type(plan.dataset).__name__} has no state_dict()/load_state_dict())"
+        if plan.iterable and not is_stateful(plan.dataset):
+            why = (
+                f" ({type(plan.dataset).__name__} has no state_dict()/load_state_dict(), or a "
+                "state_dict() that needs arguments)"
+            )
         raise _bad("mode", mode, f"one of {list(modes)} for this loader{why}")
     saved = state["sampler_state"]
     if mode == "offset":
@@ -387,11 +391,16 @@ class ResumeTracker:
     def _stream(
         progress: EpochProgress, items: Iterator[Any], replay: int, wrap: bool
     ) -> Iterator[Any]:
+        # next() alone: iter() again would restart a sampler whose __iter__ returns itself
         if replay:
             progress.started = True
-            for _ in itertools.islice(items, replay):
-                pass
-        for item in items:
+            # the itertools docs' consume(): drop ``replay`` items without keeping them
+            collections.deque(map(next, itertools.repeat(items, replay)), maxlen=0)
+        while True:
+            try:
+                item = next(items)
+            except StopIteration:
+                return
             progress.started = True
             yield keyed(item, progress.key) if wrap and progress.key is not None else item
 

@@ -4,8 +4,8 @@ An iterable dataset has no indices to recompute, so the loader state records whe
 replicas are:
 
 * ``"dataset"`` (``num_workers=0``, and the dataset is
-  :class:`~stoker.data._stateful.Stateful`): the dataset's ``state_dict()``, taken at save
-  time;
+  :class:`~stoker.data._stateful.Stateful`, see :func:`~stoker.data._stateful.is_stateful`):
+  the dataset's ``state_dict()``, taken at save time;
 * ``"worker_states"`` (workers, and the dataset is ``Stateful``): each worker's replica state
   as of its last batch handed to the user, the worker that is next in the round-robin, and the
   workers already exhausted (recorded by the worker iterator in
@@ -22,7 +22,7 @@ from typing import Any
 from stoker.data._plan import LoaderPlan
 from stoker.data._progress import EpochProgress
 from stoker.data._sharded import SHARDED_FORMAT, ShardedIterableDataset
-from stoker.data._stateful import Stateful
+from stoker.data._stateful import is_stateful
 
 __all__ = ["check_worker_states", "merged_resume", "save_iterable"]
 
@@ -43,11 +43,12 @@ def save_iterable(
             rank=dataset.rank,
             world_size=dataset.world_size,
         )
-    if workers == 0 and isinstance(dataset, Stateful):
+    stateful = is_stateful(dataset)
+    if workers == 0 and stateful:
         state["mode"] = "dataset"
         state["sampler_state"] = None if finished else dataset.state_dict()
         return state
-    if workers and isinstance(dataset, Stateful):
+    if workers and stateful:
         fresh = state["batches"] == 0 and (progress is None or progress.resume is None)
         if progress is None or finished or fresh:  # the epoch starts afresh
             state["mode"], state["sampler_state"] = "worker_states", None
@@ -73,10 +74,11 @@ def save_iterable(
 
 def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
     """Check a ``"worker_states"`` resume point against ``plan`` before it is used."""
-    if not isinstance(plan.dataset, Stateful):
+    if not is_stateful(plan.dataset):
         raise ValueError(
             f"state holds per-worker dataset states but {type(plan.dataset).__name__} has no "
-            "state_dict()/load_state_dict(); load it into a loader over the same dataset class"
+            "state_dict()/load_state_dict() (or a state_dict() that needs arguments); load it "
+            "into a loader over the same dataset class"
         )
     workers = saved.get("workers") if isinstance(saved, dict) else None
     if (

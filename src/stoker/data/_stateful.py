@@ -6,7 +6,9 @@ a method with ``getattr``:
 * :class:`Stateful`, the contract of torchdata.nodes' ``Stateful``: ``state_dict()`` returns a
   JSON-serialisable value and ``load_state_dict(state)`` makes the next ``iter()`` continue
   from it. A custom sampler (or an IterableDataset) that has both is resumed from its own
-  state; one that lacks either is treated as having no state.
+  state; one that lacks either, or whose ``state_dict()`` needs arguments (litdata's
+  ``StreamingDataset.state_dict(num_samples_yielded, num_workers, batch_size)`` is its own
+  loader's contract), is treated as having no state (:func:`is_stateful`).
 * :class:`OffsetStateful`, stoker's own samplers: besides ``Stateful``, a state for any number
   of indices of the current epoch delivered (``resume_state(consumed)``), which lets a
   prefetching loader save exactly where the user is without replaying anything. It applies
@@ -17,9 +19,10 @@ a method with ``getattr``:
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+import inspect
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-__all__ = ["OffsetStateful", "Stateful"]
+__all__ = ["OffsetStateful", "Stateful", "callable_without_arguments", "is_stateful"]
 
 
 @runtime_checkable
@@ -47,3 +50,22 @@ class OffsetStateful(Stateful, Protocol):
         ``None`` (the epoch has not begun) or a count at or past the epoch's end describes the
         start of the next epoch.
         """
+
+
+def is_stateful(value: Any) -> TypeGuard[Stateful]:
+    """Whether ``value`` keeps the :class:`Stateful` contract: both methods, and a
+    ``state_dict()`` that can be called without arguments."""
+    return isinstance(value, Stateful) and callable_without_arguments(value.state_dict)
+
+
+def callable_without_arguments(method: Any) -> bool:
+    """Whether ``method()`` binds: no required parameter (what stoker's loader calls)."""
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):  # no signature to read (a builtin): take it at its word
+        return callable(method)
+    try:
+        signature.bind()
+    except TypeError:
+        return False
+    return True

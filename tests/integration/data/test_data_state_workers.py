@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from data_resume_helpers import (
     RECIPES,
@@ -94,6 +95,110 @@ def test_resume_with_workers_equals_uninterrupted(
         tail = take(second, len(expected) - k, 0)
         second.close()
         assert head + tail == expected, f"saved after {k} batches"
+
+
+def _as_lightning(
+    loader: DataLoader, epochs: range, stop_after: int = -1
+) -> tuple[list[Any], dict[str, Any] | None]:
+    """The batches of ``epochs`` in the order of Lightning's fit loop, which creates the first
+    epoch's iterator (a fit's first, or a resumed one) before ``sampler.set_epoch(e)`` and later
+    ones after it; up to ``stop_after`` batches, and the loader's state right after the last
+    of them (None when it did not stop)."""
+    out: list[Any] = []
+    for epoch in epochs:
+        if epoch == epochs[0]:
+            iterator = iter(loader)
+            loader.sampler.set_epoch(epoch)  # type: ignore[union-attr]
+        else:
+            loader.sampler.set_epoch(epoch)  # type: ignore[union-attr]
+            iterator = iter(loader)
+        for batch in iterator:
+            out.append(np.asarray(batch).tolist())
+            if len(out) == stop_after:
+                state = json.loads(json.dumps(loader.state_dict()))
+                iterator.close()
+                return out, state
+    return out, None
+
+
+def _set_first(loader: DataLoader, epochs: range) -> list[Any]:
+    """The batches of ``epochs`` in the usual order: ``sampler.set_epoch(e)``, then iterate."""
+    out: list[Any] = []
+    for epoch in epochs:
+        loader.sampler.set_epoch(epoch)  # type: ignore[union-attr]
+        out.extend(np.asarray(batch).tolist() for batch in loader)
+    return out
+
+
+def _kwargs(kind: str) -> dict[str, Any]:
+    """No workers ("main"), or two of ``kind``."""
+    return loader_kwargs(0, "process", False) if kind == "main" else loader_kwargs(2, kind, False)
+
+
+@pytest.mark.parametrize("kind", ["main", *WORKER_TYPES])
+@pytest.mark.parametrize("recipe", ["shuffle", "weighted", "distributed"])
+def test_set_epoch_after_iter_keeps_the_epoch_and_resumes_mid_epoch(recipe: str, kind: str) -> None:
+    """Lightning calls ``set_epoch(e)`` after ``iter(loader)``, when workers may have begun the
+    epoch: that is a no-op, so the run equals the usual set-then-iterate one, and a state saved
+    after 5 batches loads into a fresh loader (not refused for an offset of 0) whose batches
+    are the rest of that run, in its order."""
+    make = RECIPES[recipe]
+    expected = _set_first(make(_kwargs("main")), range(EPOCHS))
+    per_epoch = len(expected) // EPOCHS
+    assert expected[:per_epoch] != expected[per_epoch:]
+    whole, _ = _as_lightning(make(_kwargs(kind)), range(EPOCHS))
+    assert whole == expected
+    head, state = _as_lightning(make(_kwargs(kind)), range(EPOCHS), stop_after=5)
+    assert state is not None
+    assert (state["epoch"], state["batches"]) == (0, 5)
+    resumed = make(_kwargs(kind))
+    resumed.load_state_dict(state)
+    tail, _ = _as_lightning(resumed, range(EPOCHS))
+    assert head + tail == expected
+
+
+@pytest.mark.parametrize("kind", ["main", *WORKER_TYPES])
+@pytest.mark.parametrize("recipe", ["shuffle", "weighted"])
+def test_set_epoch_after_a_prefetched_epoch_leaves_the_next_epoch_next(
+    recipe: str, kind: str
+) -> None:
+    """The rest of a resumed epoch (3 batches: two workers draw them all from the sampler at
+    ``iter()``), then ``set_epoch`` of it: the state at the epoch's end (Lightning's end-of-epoch
+    checkpoint) describes the next epoch, which a fresh loader then gives (a stoker sampler's
+    epochs advance by themselves; a DistributedSampler's wait for ``set_epoch``, as torch's)."""
+    make = RECIPES[recipe]
+    expected = _set_first(make(_kwargs("main")), range(EPOCHS))
+    head, state = _as_lightning(make(_kwargs(kind)), range(EPOCHS), stop_after=5)
+    resumed = make(_kwargs(kind))
+    resumed.load_state_dict(state)
+    rest, _ = _as_lightning(resumed, range(1))
+    at_end = json.loads(json.dumps(resumed.state_dict()))
+    assert (at_end["epoch"], at_end["batches"], at_end["sampler_state"]["epoch"]) == (1, 0, 1)
+    again = make(_kwargs(kind))
+    again.load_state_dict(at_end)
+    later, _ = _as_lightning(again, range(1, EPOCHS))
+    assert head + rest + later == expected
+
+
+@pytest.mark.parametrize("kind", ["main", *WORKER_TYPES])
+def test_set_epoch_of_another_epoch_applies_from_the_next_iter(kind: str) -> None:
+    """``set_epoch(5)`` while epoch 0 is being iterated leaves epoch 0's order and its saved place
+    alone (torch's DistributedSampler rule: it affects the next ``iter()``); the next epoch is
+    epoch 5, the order a fresh loader gives after ``set_epoch(5)``."""
+    make = RECIPES["shuffle"]
+    reference = make(_kwargs("main"))
+    epoch_0 = _set_first(reference, range(1))
+    epoch_5 = _set_first(reference, range(5, 6))
+    loader = make(_kwargs(kind))
+    iterator = iter(loader)
+    head = [np.asarray(next(iterator)).tolist() for _ in range(3)]
+    loader.sampler.set_epoch(5)  # type: ignore[union-attr]
+    state = loader.state_dict()
+    assert (state["sampler_state"]["epoch"], state["sampler_state"]["offset"]) == (0, 12)
+    rest = [np.asarray(batch).tolist() for batch in iterator]
+    assert head + rest == epoch_0
+    indices = [[sample[0] for sample in batch] for batch in take(loader, -1, 1)]
+    assert indices == [[sample[0] for sample in batch] for batch in epoch_5]
 
 
 @pytest.mark.filterwarnings("ignore:This DataLoader will create 4 worker:UserWarning")

@@ -53,6 +53,29 @@ def test_training_steps_see_every_sample_once(door: str, setting: str, lightning
         assert seen == lightning_fit("torch", torch_setting(setting))[1]
 
 
+@pytest.mark.parametrize("steps", [3, 8], ids=["epoch0", "epoch1"])
+@pytest.mark.parametrize(("door", "setting"), RUNS)
+def test_a_mid_epoch_checkpoint_resumes_exactly(
+    door: str, setting: str, steps: int, tmp_path: Path, lightning_fit: Any
+) -> None:
+    """Two epochs of 6 steps, crashed after ``steps`` with Lightning's checkpoint (which holds
+    the loader's state), then ``Trainer.fit(ckpt_path=...)``: the resumed run's steps see the
+    rest of the uninterrupted run's ids, in its order. Lightning calls the sampler's
+    ``set_epoch`` after creating the iterator, once workers have begun the epoch."""
+    import torch
+    from libs_lightning_train import fit_interrupted
+
+    loader_class(door)
+    _, expected = lightning_fit(door, setting, max_epochs=2)
+    path = str(tmp_path / "mid.ckpt")
+    before, after = fit_interrupted(door, setting, path, steps, max_epochs=2)
+    fit_state = torch.load(path, weights_only=False)["loops"]["fit_loop"]["state_dict"]
+    saved = fit_state["combined_loader"]  # the loader's state_dict(), as Lightning keeps it
+    assert [state["batches"] for state in saved] == [steps % 6]
+    assert before == expected[: steps * 4]
+    assert before + after == expected
+
+
 @pytest.fixture(scope="module")
 def ddp_ranks(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """What each rank's training steps saw in every DDP run (one launch for the module)."""

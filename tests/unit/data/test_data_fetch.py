@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from data_fakes import Counting, Numbers
+from data_fakes import Counting, Numbers, Restarting
 
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, MapFetcher, make_fetcher
 
@@ -126,3 +126,20 @@ def test_iterable_fetcher_short_batch_and_end(drop_last: bool, sizes: list[int])
     assert single.fetch(None) == "0"
     with pytest.raises(DatasetExhausted):
         single.fetch(None)
+
+
+@pytest.mark.parametrize(
+    ("index", "expected"), [([None] * 3, [[0, 1, 2], [3, 4, 5], [6]]), (None, list(range(7)))]
+)
+def test_iterable_fetcher_calls_iter_once_then_only_next(index: Any, expected: list[Any]) -> None:
+    """An iterator whose ``__iter__`` restarts it is asked for ``iter()`` once, when the fetcher
+    is made: batched or not, its samples come once each, in order, then it is exhausted."""
+    source = Restarting(list(range(7)))
+    fetcher = IterableFetcher(
+        source, auto_collation=index is not None, collate_fn=_identity, drop_last=False
+    )
+    got = [fetcher.fetch(index) for _ in expected]
+    with pytest.raises(DatasetExhausted):
+        fetcher.fetch(index)
+    assert got == expected
+    assert source.iter_calls == 1

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from typing import Any
 
 import numpy as np
 import pytest
+from data_fakes import Restarting
 
 from stoker.data import (
     BatchSampler,
@@ -174,6 +176,22 @@ def test_batch_sampler(drop_last: bool, expected: list[list[int]]) -> None:
     sampler = BatchSampler(range(7), 3, drop_last)
     assert list(sampler) == expected
     assert len(sampler) == len(expected)
+
+
+@pytest.mark.parametrize(
+    ("drop_last", "expected"),
+    [(False, [[0, 1, 2], [3, 4, 5], [6]]), (True, [[0, 1, 2], [3, 4, 5]])],
+)
+def test_batch_sampler_calls_iter_once_on_its_sampler(
+    drop_last: bool, expected: list[list[int]]
+) -> None:
+    """Over a sampler whose ``__iter__`` restarts it, each epoch calls ``iter()`` on it once and
+    groups its indices once each (``itertools.islice`` would restart it every batch)."""
+    inner = Restarting(list(range(7)))
+    sampler = BatchSampler(inner, 3, drop_last)
+    for epoch in range(2):
+        assert list(itertools.islice(sampler, len(expected) + 1)) == expected
+        assert inner.iter_calls == epoch + 1
 
 
 @pytest.mark.parametrize(
@@ -380,6 +398,39 @@ def test_batch_sampler_respects_an_overridden_iter() -> None:
             return iter(range(len(self) - 1, -1, -1))
 
     assert list(BatchSampler(Reversed(range(5)), 2, False)) == [[4, 3], [2, 1], [0]]
+
+
+def test_set_epoch_never_changes_the_epoch_under_way() -> None:
+    """``set_epoch`` of the epoch the sampler began on its own, while it runs or once drawn to
+    its end, is a no-op (the next epoch still follows it); set again, or after an iteration
+    closed early, it chooses the next epoch; another epoch applies from the next ``iter()``."""
+    reference = RandomSampler(range(12), generator=4)
+    epochs = [list(reference) for _ in range(3)]
+    sampler = RandomSampler(range(12), generator=4)
+    running = iter(sampler)
+    head = [next(running) for _ in range(5)]
+    sampler.set_epoch(0)  # Lightning's call after iter(loader): no-op
+    assert sampler.epoch == 0
+    assert sampler.state_dict()["offset"] == 5
+    assert head + list(running) == epochs[0]
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(1)  # drawn to its end, begun on its own: still a no-op
+    assert list(sampler) == epochs[2]
+    sampler.set_epoch(1)
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(1)  # of an epoch set_epoch chose: repeats it
+    assert list(sampler) == epochs[1]
+    sampler.set_epoch(0)
+    closed = iter(sampler)
+    next(closed)
+    closed.close()
+    sampler.set_epoch(1)
+    running = iter(sampler)
+    next(running)
+    sampler.set_epoch(0)  # another epoch: from the next iter(), after this one
+    assert sampler.epoch == 1
+    assert len(list(running)) == 11
+    assert list(sampler) == epochs[0]
 
 
 def test_generator_attribute_can_be_replaced_and_epochs_set() -> None:

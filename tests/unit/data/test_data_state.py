@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterator
@@ -11,6 +12,7 @@ import hypothesis
 import hypothesis.strategies as hst
 import numpy as np
 import pytest
+from data_fakes import Restarting
 
 from stoker.data import (
     BatchSampler,
@@ -220,6 +222,22 @@ def test_sampler_subclass_with_its_own_iter_resumes_exactly(generator: Any, epoc
     assert [batch.tolist() for batch in fresh] == rest
     if generator is not None:  # the global generator differs from epoch to epoch, as it should
         assert [batch.tolist() for batch in fresh] == following
+
+
+def test_a_batch_sampler_that_restarts_in_iter_replays_its_epoch_once() -> None:
+    """A batch sampler whose ``__iter__`` restarts it and returns itself resumes by replay:
+    the delivered batches are skipped and the rest come once each from one ``iter()`` call."""
+    batches = [[5, 1], [0, 4], [2, 3], [6]]
+    loader = DataLoader(Indexed(), batch_sampler=Restarting(batches))
+    iterator = iter(loader)
+    [next(iterator) for _ in range(2)]
+    state = json.loads(json.dumps(loader.state_dict()))
+    assert state["mode"] == "replay"
+    resumed = Restarting(batches)
+    fresh = DataLoader(Indexed(), batch_sampler=resumed)
+    fresh.load_state_dict(state)
+    assert [batch.tolist() for batch in itertools.islice(fresh, len(batches))] == batches[2:]
+    assert resumed.iter_calls == 1
 
 
 def test_torch_generator_shuffle_resumes_exactly() -> None:

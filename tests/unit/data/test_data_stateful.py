@@ -16,7 +16,7 @@ from stoker.data import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from stoker.data._stateful import OffsetStateful, Stateful
+from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
 
 SAMPLERS = {
     "sequential": lambda: SequentialSampler(range(6)),
@@ -73,3 +73,40 @@ def test_half_a_contract_is_no_contract() -> None:
     assert not isinstance(OnlySaves(), Stateful)
     with pytest.raises(TypeError, match="OnlySaves has no state_dict"):
         BatchSampler(OnlySaves(), 2, False).state_dict()
+
+
+class _Both:
+    def state_dict(self, detail: bool = False) -> dict[str, Any]:
+        return {"detail": detail}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        pass
+
+
+class _NeedsArguments(_Both):
+    def state_dict(self, num_samples_yielded: int) -> dict[str, Any]:  # type: ignore[override]
+        return {"yielded": num_samples_yielded}
+
+
+class _NoLoad:
+    def state_dict(self) -> dict[str, Any]:
+        return {}
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (_Both(), True),
+        (RandomSampler(range(3)), True),
+        (_NeedsArguments(), False),
+        (_NoLoad(), False),
+        (object(), False),
+    ],
+    ids=["optional-argument", "stoker-sampler", "needs-arguments", "no-load", "neither"],
+)
+def test_is_stateful_wants_both_methods_and_a_state_dict_without_arguments(
+    value: object, expected: bool
+) -> None:
+    """Stateful means load_state_dict and a state_dict callable with no arguments: one that
+    needs arguments (litdata's StreamingDataset) keeps another contract."""
+    assert is_stateful(value) is expected

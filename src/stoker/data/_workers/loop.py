@@ -8,10 +8,10 @@ process host is :class:`~stoker.data._workers.process.ProcessHost`, the thread h
 :mod:`stoker.data._workers.protocol`: every :class:`~stoker.data._workers.protocol.Task` is
 answered exactly once, and so is every ``RESET``.
 
-For an IterableDataset whose replica defines a callable ``state_dict()``, the loop calls it right
-after each batch (and after reporting the replica exhausted) and sends the result in
-``Meta.worker_state``; a failing call travels as ``Meta.state_error`` instead of ending the
-worker. A replica resumed from a checkpoint gets its saved state through
+For an IterableDataset whose replica defines a ``state_dict()`` callable without arguments, the
+loop calls it right after each batch (and after reporting the replica exhausted) and sends the
+result in ``Meta.worker_state``; a failing call travels as ``Meta.state_error`` instead of
+ending the worker. A replica resumed from a checkpoint gets its saved state through
 ``WorkerSetup.resume_state`` (see docs/design/resume.md).
 """
 
@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from stoker.data._errors import WorkerFailure
 from stoker.data._fetch import DatasetExhausted, Fetcher, IterableFetcher, make_fetcher
+from stoker.data._stateful import callable_without_arguments
 from stoker.data._workers.info import WorkerInfo
 from stoker.data._workers.protocol import (
     BATCH,
@@ -92,11 +93,12 @@ def _start(
 
 
 def _state_getter(setup: WorkerSetup, dataset: Any) -> Callable[[], Any] | None:
-    """Return the IterableDataset replica's ``state_dict`` method, or None when it has none."""
+    """Return the IterableDataset replica's ``state_dict`` method, or None when it has none
+    that can be called without arguments (litdata's needs three: it is never called)."""
     if not setup.iterable:
         return None
     getter = getattr(dataset, "state_dict", None)
-    return getter if callable(getter) else None
+    return getter if callable(getter) and callable_without_arguments(getter) else None
 
 
 def _answer(fetcher: Fetcher, setup: WorkerSetup, index: Any, *, share: bool) -> tuple[Status, Any]:
