@@ -207,8 +207,12 @@ class DistributedSampler(Sampler[T_co]):
         return max(0, listed - len(done))
 
     def _share_length(self, share: Share) -> int:
-        """The length of this rank's list in a split share, without computing the list."""
-        length = min(len(self.dataset), share.total) - len(share.consumed)
+        """The length of this rank's list in a split share, without computing the list.
+
+        Consumed padding positions (past the dataset's length) are not in the remainder.
+        """
+        end = min(len(self.dataset), share.total)
+        length = end - share.consumed.count_below(end)
         if self.drop_last:
             return length // self.num_replicas
         return math.ceil(length / self.num_replicas)

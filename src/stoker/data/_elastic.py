@@ -100,6 +100,11 @@ class PositionSet:
         """Return how many positions the set holds."""
         return self.watermark + sum(end - begin for begin, end in self.ranges)
 
+    def count_below(self, end: int) -> int:
+        """Return how many positions of the set are below ``end``."""
+        inside = sum(max(0, min(stop, end) - begin) for begin, stop in self.ranges if begin < end)
+        return min(self.watermark, max(end, 0)) + inside
+
     def end(self) -> int:
         """Return one past the largest position (0 for the empty set)."""
         return self.ranges[-1][1] if self.ranges else self.watermark

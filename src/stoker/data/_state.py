@@ -331,6 +331,32 @@ def _save_distributed(
     return state
 
 
+def _merged_as_rank_state(plan: LoaderPlan, merged: dict[str, Any]) -> dict[str, Any]:
+    """A loaded merged state as this rank's own state, as it saves before its first batch.
+
+    It must merge again with the states its peers save after theirs (``merge_states`` takes
+    one state per rank): a DistributedSampler's is this rank's position in the merged epoch
+    (its share, offset 0); a ShardedIterableDataset's holds the merged shard positions.
+    """
+    state = copy.deepcopy(merged)
+    if plan.iterable:
+        dataset: ShardedIterableDataset[Any] = plan.dataset  # mode "merged" is checked for it
+        state.update(
+            rank=dataset.rank,
+            world_size=dataset.world_size,
+            num_workers=plan.num_workers,
+            mode="worker_states" if plan.num_workers else "dataset",
+        )
+        if plan.num_workers:
+            state["sampler_state"] = merged_resume(plan, state["sampler_state"])
+        return state
+    target = _offset_target(plan.index_sampler)
+    if target is None:  # pragma: no cover - mode "merged" is checked for a DistributedSampler
+        raise RuntimeError("a merged state needs a DistributedSampler")
+    state.update(mode="offset", sampler_state=target[0].resume_state(None))
+    return state
+
+
 class ResumeTracker:
     """Owned by one DataLoader: the current epoch's progress, and saving and loading it."""
 
@@ -394,6 +420,9 @@ class ResumeTracker:
         for item in items:
             progress.started = True
             yield keyed(item, progress.key) if wrap and progress.key is not None else item
+        # Drawn to its end: an empty epoch (a rank's empty part of a split epoch) has begun too,
+        # so a save after prefetching it describes the next epoch, not this one afresh.
+        progress.started = True
 
     def note_base_seed(self, progress: EpochProgress, base_seed: int) -> None:
         """Record the iterator's base seed; the first one becomes the sample seed."""
@@ -405,6 +434,8 @@ class ResumeTracker:
     def save(self, plan: LoaderPlan) -> dict[str, Any]:
         """Return the loader's state (see :meth:`stoker.data.DataLoader.state_dict`)."""
         if self._pending is not None:  # loaded, not iterated yet: the loaded state still holds
+            if self._pending["mode"] == "merged":
+                return _merged_as_rank_state(plan, self._pending)
             return copy.deepcopy(self._pending)
         progress = self.current
         state: dict[str, Any] = {"format": LOADER_STATE_FORMAT, "version": LOADER_STATE_VERSION}

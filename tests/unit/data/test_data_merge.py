@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import collections
 import json
 import math
+import random
 from typing import Any
 
 import pytest
-from data_elastic_helpers import Shards, check_exactly_once, rank_loader, take
+from data_elastic_helpers import (
+    Shards,
+    check_exactly_once,
+    check_once_but_padding,
+    rank_loader,
+    take,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -125,6 +133,109 @@ def test_loader_states_merge_and_resume_exactly_once(
     else:
         assert set(delivered) == set(range(length)), "every sample delivered"
         assert len(delivered) - length < first + second, "each world pads less than a row"
+
+
+_CHAIN_CASES = 300
+_CHAIN_BLOCKS = 6
+
+
+def _chain_case(seed: int) -> dict[str, Any]:
+    """One random N -> M -> K (...) chain: the loader and, per phase, world and counts.
+
+    A count is the batches a rank takes before saving: ``None`` finishes the epoch (the last
+    phase), ``"unopened"`` saves at once after loading (no ``iter()``), 0 opens the epoch
+    and takes none (workers prefetch), and counts past the rank's list end its part early.
+    """
+    rng = random.Random(seed)
+    in_order = rng.random() < 0.75
+    spec = _spec(
+        length=rng.randint(1, 30),
+        batch_size=rng.randint(1, 3),
+        drop_last=rng.random() < 0.5,
+        batch_drop_last=rng.random() < 0.2,
+        shuffle=rng.random() < 0.7,
+        in_order=in_order,
+        workers=0 if in_order else 2,
+        worker_type="thread",
+        delay=0.001,
+    )
+    worlds = [rng.randint(1, 5) for _ in range(rng.randint(2, 4))]
+    choices: list[Any] = ["unopened", 0, 1, 2, 3, 5, 100]
+    counts = [[rng.choice(choices) for _ in range(world)] for world in worlds[:-1]]
+    return {"spec": spec, "worlds": worlds, "counts": [*counts, [None] * worlds[-1]]}
+
+
+def _run_chain(case: dict[str, Any]) -> None:
+    """Run the chain, merging each phase's states into the next phase's; check every epoch."""
+    spec, state = case["spec"], None
+    epoch = 0
+    by_epoch: dict[int, list[list[int]]] = collections.defaultdict(list)
+    worlds: dict[int, list[int]] = collections.defaultdict(list)
+    for world, counts in zip(case["worlds"], case["counts"], strict=True):
+        states, delivered = [], []
+        for rank, count in enumerate(counts):
+            loader = rank_loader(spec, world, rank)
+            if state is not None:
+                loader.load_state_dict(state)
+            if count == "unopened":  # the loop sets the epoch, then saves at once
+                loader.sampler.set_epoch(epoch)
+                got, saved = [], json.loads(json.dumps(loader.state_dict()))
+            else:
+                got, saved = take(loader, count, epoch)
+            delivered += got
+            states.append(saved)
+        by_epoch[epoch].append(delivered)
+        worlds[epoch].append(world)
+        if counts[0] is not None:
+            state = merge_states(states)
+            epoch = state["epoch"]  # the epoch the training loop goes on with
+    cut = spec["batch_size"] if spec["batch_drop_last"] else 0
+    for number, phases in by_epoch.items():
+        check_once_but_padding(phases, spec["length"], worlds[number], spec["drop_last"], cut)
+
+
+@pytest.mark.parametrize("block", range(_CHAIN_BLOCKS))
+def test_random_chains_of_worlds_deliver_every_sample_once(block: int) -> None:
+    """300 seeded N -> M -> K chains through real loaders (saves before any batch, after
+    prefetch only, mid-list and past a rank's list; the sampler's and the loader's drop_last
+    both ways; in_order False with thread workers): every rank's state after a resume merges
+    with its peers', and each epoch delivers every sample once over its phases, but
+    DistributedSampler's padding (or cuts, and the loader's cut of each part's last batch)."""
+    size = _CHAIN_CASES // _CHAIN_BLOCKS
+    for seed in range(block * size, (block + 1) * size):
+        case = _chain_case(seed)
+        try:
+            _run_chain(case)
+        except (AssertionError, ValueError) as err:
+            raise AssertionError(f"chain {seed} {case}: {err}") from err
+
+
+def test_a_split_part_counts_consumed_padding_positions_out_of_its_length() -> None:
+    """Ranks 2 and 3 of 4 deliver their lists, padding positions 30 and 31 included: the one
+    rank resuming reads the 16 samples left (not 14), and a save after 14 of them is not the
+    epoch's end."""
+    spec = _spec(length=30, batch_size=1)
+    first, states = _phase(spec, 4, [0, 0, None, None])
+    loader = rank_loader(spec, 1, 0)
+    loader.load_state_dict(merge_states(states))
+    second, state = take(loader, 14)
+    assert state["epoch"] == 0, "14 of 16 samples delivered: the epoch goes on"
+    third, _ = _phase(spec, 1, [None], merge_states([state]))
+    check_exactly_once([_flat(first), second, _flat(third)], list(range(30)), extras=2)
+
+
+def test_ranks_whose_split_part_is_empty_end_the_epoch_when_prefetched() -> None:
+    """drop_last cuts the one sample left for 3 ranks: each rank's part is empty, and a save
+    after its workers drew it (no batch taken) merges into the next epoch, not the whole
+    epoch again."""
+    spec = _spec(length=10, batch_size=1, drop_last=True)
+    first, states = _phase(spec, 2, [None, 4])
+    merged = merge_states(states)
+    empty, saved = _phase(dict(spec, workers=2, worker_type="thread"), 3, [0, 0, 0], merged)
+    assert [state["epoch"] for state in saved] == [1, 1, 1]
+    after = merge_states(saved)
+    assert after["epoch"] == 1
+    check_exactly_once([_flat(first), _flat(empty)], list(range(10)), extras=0, dropped=1)
 
 
 def test_states_saved_after_the_epoch_resume_at_the_next_one() -> None:
@@ -246,6 +357,42 @@ def test_sharded_iterable_resumes_on_another_world_and_worker_count(workers: int
         loader.load_state_dict(merged)
         second.append(take(loader, None)[0])
     check_exactly_once([_flat(first), _flat(second)], universe, extras=0)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_sharded_rank_saving_before_its_first_batch_merges_again(workers: int) -> None:
+    """2 -> 3 -> 2 ranks of a ShardedIterableDataset: rank 0 of 3 saves right after loading
+    the merged state; its state merges with its peers' and every sample comes once."""
+    lengths = [4, 2, 5, 3, 1, 6, 2]
+    universe = [s * 100 + j for s, n in enumerate(lengths) for j in range(n)]
+
+    def loader(rank: int, world: int) -> DataLoader:
+        return DataLoader(
+            Shards(lengths, rank, world), batch_size=2, num_workers=workers, worker_type="thread"
+        )
+
+    phases: list[list[int]] = [[], [], []]
+    states = []
+    for rank in range(2):
+        got, saved = take(loader(rank, 2), 2)
+        phases[0] += got
+        states.append(saved)
+    merged, states = merge_states(states), []
+    for rank in range(3):
+        resumed = loader(rank, 3)
+        resumed.load_state_dict(merged)
+        if rank == 0:
+            states.append(json.loads(json.dumps(resumed.state_dict())))
+            continue
+        got, saved = take(resumed, 1)
+        phases[1] += got
+        states.append(saved)
+    merged = merge_states(states)
+    for rank in range(2):
+        resumed = loader(rank, 2)
+        resumed.load_state_dict(merged)
+        phases[2] += take(resumed, None)[0]
+    check_exactly_once(phases, universe, extras=0)
 
 
 def test_sharded_state_of_one_rank_refuses_another_world() -> None:
