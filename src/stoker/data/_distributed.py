@@ -36,12 +36,19 @@ from stoker.data._elastic import (
     share_positions,
 )
 from stoker.data._epochs import STATE_VERSION, state_count
+from stoker.data._errors import short_repr
 from stoker.data._generator import make_rng
 from stoker.data._kinds import ValueRuntimeError
 from stoker.data._sampler import Sampler, pieces
 from stoker.data._workers import get_worker_info
 
-__all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
+__all__ = [
+    "MERGED_KEYS",
+    "MERGED_SAMPLER_KEYS",
+    "DistributedSampler",
+    "ShardInfo",
+    "get_shard_info",
+]
 
 T_co = TypeVar("T_co", covariant=True)
 Positions = np.ndarray[Any, np.dtype[np.int64]]
@@ -82,6 +89,35 @@ def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int
         )
     _check_rank(found_rank, found_size)
     return found_size, found_rank
+
+
+MERGED_KEYS = ("ranks", "total", "resharded", "consumed")
+"""The keys of a merged state's ``merged`` (see :func:`stoker.data.merge_states`)."""
+MERGED_SAMPLER_KEYS = (
+    "version",
+    "sampler",
+    "length",
+    "shuffle",
+    "drop_last",
+    "seed",
+    "epoch",
+    "draws",
+    "merged",
+)
+"""The keys of a merged DistributedSampler state, each written by merge_states."""
+
+
+def _check_merged_keys(state: dict[str, Any]) -> None:
+    """Raise unless a merged sampler state holds exactly the keys merge_states writes."""
+    missing = [key for key in MERGED_SAMPLER_KEYS if key not in state]
+    extra = sorted(str(key) for key in state if key not in MERGED_SAMPLER_KEYS)
+    if missing or extra:
+        what = f"is missing {missing}" if missing else f"holds {extra}, which it never writes"
+        raise ValueError(
+            f"a merged DistributedSampler state {what}: merge_states() writes the keys "
+            f"{list(MERGED_SAMPLER_KEYS)}, got {sorted(str(key) for key in state)}; pass its "
+            "result unchanged"
+        )
 
 
 class DistributedSampler(Sampler[T_co]):
@@ -329,10 +365,12 @@ class DistributedSampler(Sampler[T_co]):
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
-        merged = state.get("merged")
+        is_merged = "merged" in state
+        if is_merged:
+            _check_merged_keys(state)
         mine = self.state_dict_base()
         keys = ["version", "sampler", "length", "shuffle", "seed", "drop_last"]
-        if merged is None:
+        if not is_merged:
             keys[3:3] = ["num_replicas", "rank"]
         for key in keys:
             if state.get(key) != mine[key]:
@@ -350,7 +388,7 @@ class DistributedSampler(Sampler[T_co]):
         draws = state.get("draws", "keyed")  # states without it were saved before torch orders
         if draws not in ("torch", "keyed"):
             raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
-        loaded = self._merged_position(merged) if merged is not None else self._rank_position(state)
+        loaded = self._merged_position(state["merged"]) if is_merged else self._rank_position(state)
         self._draws = draws
         self.epoch = state_count(state, "epoch") + (1 if state.get("finished") else 0)
         self._loaded = loaded
@@ -363,20 +401,40 @@ class DistributedSampler(Sampler[T_co]):
             {"watermark": offset, "ranges": state.get("delivered", [])}, "state's delivered"
         )
         saved = state.get("share")
-        share = None if saved is None else Share.from_json(saved, "state's share")
+        share = None if saved is None else self._read_share(saved, "state's share")
         return done, share
 
+    def _read_share(self, saved: Any, what: str) -> Share:
+        """Read a saved share of this sampler's epoch (its total checked against the length)."""
+        return Share.from_json(saved, what, length=len(self.dataset), drop_last=self.drop_last)
+
     def _merged_position(self, merged: Any) -> tuple[PositionSet, Share | None]:
-        """This rank's position in a merged epoch: a plain offset, or its split share."""
-        if not isinstance(merged, dict) or not isinstance(merged.get("resharded"), bool):
+        """This rank's position in a merged epoch: a plain offset, or its split share.
+
+        Nothing consumed: the plain epoch, as a fresh run on this world reads it. Each plain
+        share's prefix, on the world that began the epoch: each rank's offset. Otherwise the
+        part of the split the rank reads.
+        """
+        if not isinstance(merged, dict) or set(merged) != set(MERGED_KEYS):
+            keys = sorted(merged) if isinstance(merged, dict) else merged
             raise ValueError(
-                f"state's merged must be the dict stoker.data.merge_states() writes, got "
-                f"{merged!r}; pass its result unchanged"
+                f"state's merged must be the dict stoker.data.merge_states() writes, with keys "
+                f"{list(MERGED_KEYS)}, got {short_repr(keys)}; pass its result unchanged"
             )
-        share = Share.from_json({k: merged.get(k) for k in ("total", "consumed")}, "state's merged")
-        if not merged["resharded"] and merged.get("ranks") == self.num_replicas:
+        resharded = merged["resharded"]
+        if not isinstance(resharded, bool):
+            raise ValueError(
+                f"state's merged resharded must be a bool, got {resharded!r}; pass the result "
+                "of stoker.data.merge_states() unchanged"
+            )
+        share = self._read_share(
+            {key: merged[key] for key in ("total", "consumed", "ranks")}, "state's merged"
+        )
+        if not share.consumed.spans():
+            return PositionSet(), None
+        if not resharded and share.ranks == self.num_replicas:  # total is this world's
             offsets = plain_offsets(share.consumed, share.total, self.num_replicas)
-            if offsets is not None and share.total == self.total_size:
+            if offsets is not None:
                 return PositionSet(offsets[self.rank]), None
         return PositionSet(), share
 

@@ -129,7 +129,13 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     first = going[0][0]
     length, drop_last = first["length"], first["drop_last"]
     saved_share = first["share"]
-    share = None if saved_share is None else Share.from_json(saved_share, "sampler_state's share")
+    share = (
+        None
+        if saved_share is None
+        else Share.from_json(
+            saved_share, "sampler_state's share", length=length, drop_last=drop_last
+        )
+    )
     total = epoch_total(length, world, drop_last) if share is None else share.total
     consumed = np.zeros(total, dtype=bool)
     if share is not None:
@@ -158,7 +164,7 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     }
     sampler_state["draws"] = first.get("draws", "keyed")
     sampler_state["merged"] = {
-        "ranks": world,
+        "ranks": world if share is None else share.ranks,  # the world that began the epoch
         "total": total,
         "resharded": share is not None,
         "consumed": PositionSet.of_mask(consumed).to_json(),

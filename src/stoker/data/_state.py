@@ -215,6 +215,8 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
         )
     elif mode == "fast_forward" and saved is not None:
         raise _bad("sampler_state", saved, "None in mode 'fast_forward'")
+    if mode == "merged" and batches != 0:
+        raise _bad("batches", batches, "0 in a merged state (stoker.data.merge_states writes 0)")
     current = save_generator(plan.seed_source)._asdict().items()
     kinds = [kind for kind, value in current if value is not None]
     generator = state.get("generator")

@@ -6,6 +6,7 @@ import collections
 import json
 import math
 import random
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -63,6 +64,20 @@ def test_merged_state_on_the_same_world_resumes_as_an_uninterrupted_run() -> Non
     second, _ = _phase(spec, 4, [None] * 4, merge_states(states))
     whole, _ = _phase(spec, 4, [None] * 4)
     assert [a + b for a, b in zip(first, second, strict=True)] == whole
+
+
+def test_a_merged_epoch_nobody_began_is_a_fresh_runs_on_the_new_world() -> None:
+    """Nothing consumed (every rank saved before its first batch): 5 ranks read the epoch as
+    a fresh 5-rank run does (30 samples), not a split of the 28 positions 4 ranks had."""
+    spec = _spec(length=30, drop_last=True)
+    states = []
+    for rank in range(4):
+        states.append(rank_loader(spec, 4, rank).state_dict())
+    merged = merge_states(states)
+    resumed, _ = _phase(spec, 5, [None] * 5, merged)
+    fresh, _ = _phase(spec, 5, [None] * 5)
+    assert resumed == fresh
+    assert len(_flat(resumed)) == 30
 
 
 def test_next_epoch_after_an_elastic_resume_is_a_fresh_runs() -> None:
@@ -301,6 +316,92 @@ def test_a_merged_state_of_another_length_does_not_load() -> None:
     loader = rank_loader(_spec(length=30), 3, 0)
     with pytest.raises(ValueError, match="length is 29 in the state but 30 here"):
         loader.load_state_dict(merge_states(states))
+
+
+@pytest.mark.parametrize("world", [2, 4])
+@pytest.mark.parametrize("total", [16, 24, 31, 33, 10**12])
+def test_a_merged_state_with_an_edited_total_is_refused(world: int, total: int) -> None:
+    """4 ranks of 30 samples have 32 positions; a merged state claiming another total (which
+    lost or repeated samples) is refused, naming the field, its value and the right one."""
+    _, states = _phase(_spec(length=30), 4, [1, 1, 1, 1])
+    merged = merge_states(states)
+    assert merged["sampler_state"]["merged"]["total"] == 32
+    merged["sampler_state"]["merged"]["total"] = total
+    with pytest.raises(ValueError, match=rf"merged's total must be 32, .* got {total}"):
+        rank_loader(_spec(length=30), world, 0).load_state_dict(merged)
+
+
+def _resharded_state(drop_last: bool) -> dict[str, Any]:
+    """A merged state of a split epoch: 4 ranks -> 3 ranks (one batch each) -> merged."""
+    spec = _spec(length=30, drop_last=drop_last)
+    _, states = _phase(spec, 4, [1, 1, 1, 1])
+    _, states = _phase(spec, 3, [1, 1, 1], merge_states(states))
+    return merge_states(states)
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        ({"total": 24}, "merged's total must be 28, the positions of an epoch of 30 samples on 4"),
+        ({"total": 30}, "merged's total must be 28"),
+        ({"ranks": 3}, "merged's total must be 30, .* on 3 rank"),
+        ({"ranks": 0}, "ranks .* must be an int >= 1, got 0"),
+        ({"ranks": "4"}, "ranks .* must be an int >= 1, got '4'"),
+        ({"resharded": 1}, "resharded must be a bool, got 1"),
+        ({"consumed": {"watermark": 29, "ranges": []}}, r"must lie in range\(28\)"),
+        ({"consumed": {"watermark": -3, "ranges": []}}, "merged's consumed must be"),
+        ({"extra": 1}, "merged must be the dict .* got \\['consumed', 'extra'"),
+    ],
+)
+def test_every_field_of_a_resharded_merged_state_is_checked(
+    edit: dict[str, Any], message: str
+) -> None:
+    """A merged state of a split epoch records the world that began it, so its total is
+    checked exactly (with drop_last, 24 or 30 are totals of other worlds and would cut or add
+    samples), and every other field of ``merged`` is checked too."""
+    merged = _resharded_state(drop_last=True)
+    assert merged["sampler_state"]["merged"]["ranks"] == 4
+    assert merged["sampler_state"]["merged"]["resharded"] is True
+    merged["sampler_state"]["merged"].update(edit)
+    with pytest.raises(ValueError, match=message):
+        rank_loader(_spec(length=30, drop_last=True), 2, 1).load_state_dict(merged)
+
+
+def _set_merged_none(state: dict[str, Any]) -> None:
+    state["sampler_state"]["merged"] = None
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda state: state.update(batches=2), "batches must be 0 in a merged state .*got 2"),
+        (_set_merged_none, "merged must be the dict .* got None"),
+    ],
+)
+def test_a_merged_states_batches_and_merged_field_are_checked(
+    edit: Callable[[dict[str, Any]], None], message: str
+) -> None:
+    """merge_states writes batches 0 (more would end the epoch early) and a merged dict."""
+    _, states = _phase(_spec(length=30), 4, [1, 1, 1, 1])
+    merged = merge_states(states)
+    edit(merged)
+    with pytest.raises(ValueError, match=message):
+        rank_loader(_spec(length=30), 3, 0).load_state_dict(merged)
+
+
+@pytest.mark.parametrize("key", ["offset", "share", "num_replicas"])
+def test_a_merged_sampler_state_holds_only_what_merge_states_writes(key: str) -> None:
+    """A rank's key added to a merged sampler state (it would be ignored) is refused, and so
+    is a key missing from it."""
+    _, states = _phase(_spec(length=30), 4, [1, 1, 1, 1])
+    merged = merge_states(states)
+    edited = json.loads(json.dumps(merged))
+    edited["sampler_state"][key] = states[0]["sampler_state"][key]
+    with pytest.raises(ValueError, match=f"holds \\['{key}'\\]"):
+        rank_loader(_spec(length=30), 3, 0).load_state_dict(edited)
+    del merged["sampler_state"]["draws"]
+    with pytest.raises(ValueError, match="is missing \\['draws'\\]"):
+        rank_loader(_spec(length=30), 3, 0).load_state_dict(merged)
 
 
 def test_one_ranks_state_on_another_world_says_to_merge() -> None:
