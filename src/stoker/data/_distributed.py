@@ -45,9 +45,15 @@ from stoker.data._workers import get_worker_info
 __all__ = [
     "MERGED_KEYS",
     "MERGED_SAMPLER_KEYS",
+    "POSITION_KEYS",
+    "RANK_KEYS",
     "DistributedSampler",
     "ShardInfo",
     "get_shard_info",
+    "list_length",
+    "read_position",
+    "same_value",
+    "saved_draws",
 ]
 
 T_co = TypeVar("T_co", covariant=True)
@@ -118,6 +124,110 @@ def _check_merged_keys(state: dict[str, Any]) -> None:
             f"{list(MERGED_SAMPLER_KEYS)}, got {sorted(str(key) for key in state)}; pass its "
             "result unchanged"
         )
+
+
+RANK_KEYS = (
+    "version",
+    "sampler",
+    "length",
+    "num_replicas",
+    "rank",
+    "shuffle",
+    "drop_last",
+    "seed",
+    "epoch",
+    "offset",
+    "finished",
+)
+"""The keys every DistributedSampler state of one rank holds, in every format of version 1."""
+POSITION_KEYS = ("delivered", "share")
+"""A rank's position past its offset: absent in states saved before elastic resume, whose
+position is a prefix of the rank's plain share."""
+
+
+def same_value(saved: Any, expected: Any) -> bool:
+    """Whether a saved field equals the expected one, type included (``True`` is not ``1``)."""
+    return type(saved) is type(expected) and bool(saved == expected)
+
+
+def saved_draws(state: dict[str, Any], where: str = "state") -> str:
+    """Read a state's ``draws``: ``"torch"`` or ``"keyed"`` (absent in states saved before
+    torch orders: ``"keyed"``)."""
+    draws = state.get("draws", "keyed")
+    if draws not in ("torch", "keyed") or not isinstance(draws, str):
+        raise ValueError(
+            f"{where} draws must be 'torch' or 'keyed', got {draws!r}; pass a dict returned by "
+            "state_dict(), unchanged"
+        )
+    return draws
+
+
+def list_length(length: int, world: int, drop_last: bool, share: Share | None) -> int:
+    """The length of a rank's list, without computing it: its plain share or its split part.
+
+    Consumed padding positions (past the dataset's length) are not in a split's remainder.
+    """
+    if share is None:
+        return epoch_total(length, world, drop_last) // world
+    end = min(length, share.total)
+    remainder = end - share.consumed.count_below(end)
+    return remainder // world if drop_last else math.ceil(remainder / world)
+
+
+def read_position(state: dict[str, Any], where: str = "state") -> tuple[PositionSet, Share | None]:
+    """Read one rank's saved position (offset, delivered ranges, share) and check it.
+
+    ``state``'s configuration (length, num_replicas, rank, drop_last) must be checked before:
+    the position is checked against it. The share's total must be the epoch's, and the
+    position must lie in the rank's list; a state with ``finished`` true has offset 0.
+
+    Args:
+        state: a DistributedSampler state of one rank.
+        where: how messages name the state (``"state 2's sampler_state"``).
+
+    Raises:
+        ValueError: naming the field, its value and what would be valid.
+    """
+    missing = [key for key in RANK_KEYS if key not in state]
+    if missing:
+        raise ValueError(
+            f"{where} is missing {missing} (a DistributedSampler state of one rank holds "
+            f"{list(RANK_KEYS)}), got {short_repr(state)}; pass a dict returned by state_dict(), "
+            "unchanged"
+        )
+    present = [key for key in POSITION_KEYS if key in state]
+    if len(present) == 1:
+        other = next(key for key in POSITION_KEYS if key not in state)
+        raise ValueError(
+            f"{where} is missing {other!r} (it holds {present[0]!r}: a state holds both, or "
+            f"neither when saved before elastic resume), got {short_repr(state)}; pass a dict "
+            "returned by state_dict(), unchanged"
+        )
+    finished = state["finished"]
+    if not isinstance(finished, bool):
+        raise ValueError(
+            f"{where} finished must be a bool, got {finished!r}; pass a dict returned by "
+            "state_dict(), unchanged"
+        )
+    offset = state_count(state, "offset", where=where)
+    delivered = state.get("delivered", [])
+    done = PositionSet.from_json({"watermark": offset, "ranges": delivered}, f"{where}'s delivered")
+    saved = state.get("share")
+    length, drop_last = state["length"], state["drop_last"]
+    share = (
+        None
+        if saved is None
+        else Share.from_json(saved, f"{where}'s share", length=length, drop_last=drop_last)
+    )
+    listed = list_length(length, state["num_replicas"], drop_last, share)
+    if done.end() > listed or (finished and (done.end() or share is not None)):
+        valid = "offset 0, delivered [] and share None with finished" if finished else None
+        raise ValueError(
+            f"{where} offset and delivered must lie in range({listed}), the rank's list"
+            f"{'' if valid is None else f' ({valid})'}, got offset {offset!r}, delivered "
+            f"{short_repr(delivered)}; pass a dict returned by state_dict(), unchanged"
+        )
+    return done, share
 
 
 class DistributedSampler(Sampler[T_co]):
@@ -239,19 +349,8 @@ class DistributedSampler(Sampler[T_co]):
         if self._iteration is None:
             return None
         share, done, _ = self._iteration
-        listed = self.num_samples if share is None else self._share_length(share)
+        listed = list_length(len(self.dataset), self.num_replicas, self.drop_last, share)
         return max(0, listed - len(done))
-
-    def _share_length(self, share: Share) -> int:
-        """The length of this rank's list in a split share, without computing the list.
-
-        Consumed padding positions (past the dataset's length) are not in the remainder.
-        """
-        end = min(len(self.dataset), share.total)
-        length = end - share.consumed.count_below(end)
-        if self.drop_last:
-            return length // self.num_replicas
-        return math.ceil(length / self.num_replicas)
 
     def _local_done(self, delivered: PositionSet) -> PositionSet:
         """This rank's list indices delivered: the skipped ones plus the iteration's items."""
@@ -373,7 +472,12 @@ class DistributedSampler(Sampler[T_co]):
         if not is_merged:
             keys[3:3] = ["num_replicas", "rank"]
         for key in keys:
-            if state.get(key) != mine[key]:
+            if key not in state:
+                raise ValueError(
+                    f"state is missing {key!r}, got {short_repr(state)}; pass a dict returned "
+                    "by state_dict(), unchanged"
+                )
+            if not same_value(state[key], mine[key]):
                 hint = "load it into a sampler built the same way"
                 if key == "num_replicas":
                     hint = (
@@ -382,27 +486,19 @@ class DistributedSampler(Sampler[T_co]):
                         "load the merged state on any number of replicas"
                     )
                 raise ValueError(
-                    f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
+                    f"state does not fit this sampler: {key} is {state[key]!r} in the "
                     f"state but {mine[key]!r} here; {hint}"
                 )
-        draws = state.get("draws", "keyed")  # states without it were saved before torch orders
-        if draws not in ("torch", "keyed"):
-            raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
-        loaded = self._merged_position(state["merged"]) if is_merged else self._rank_position(state)
+        draws = saved_draws(state)
+        epoch = state_count(state, "epoch")
+        if is_merged:
+            loaded, finished = self._merged_position(state["merged"]), False
+        else:
+            loaded, finished = read_position(state), state["finished"]
         self._draws = draws
-        self.epoch = state_count(state, "epoch") + (1 if state.get("finished") else 0)
+        self.epoch = epoch + (1 if finished else 0)
         self._loaded = loaded
         self._progress = (0, iter([]))
-
-    def _rank_position(self, state: dict[str, Any]) -> tuple[PositionSet, Share | None]:
-        """Read one rank's saved position: offset, delivered ranges and share."""
-        offset = state_count(state, "offset")
-        done = PositionSet.from_json(
-            {"watermark": offset, "ranges": state.get("delivered", [])}, "state's delivered"
-        )
-        saved = state.get("share")
-        share = None if saved is None else self._read_share(saved, "state's share")
-        return done, share
 
     def _read_share(self, saved: Any, what: str) -> Share:
         """Read a saved share of this sampler's epoch (its total checked against the length)."""

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
+from stoker.data._errors import short_repr
 from stoker.data._generator import (
     GeneratorState,
     check_fits,
@@ -318,21 +319,34 @@ class EpochClock:
         )
 
 
-def state_count(state: dict[str, Any], key: str, most: int | None = None) -> int:
+def state_count(
+    state: dict[str, Any], key: str, most: int | None = None, *, where: str = "state"
+) -> int:
     """Read a saved count (an epoch, an offset): an int from 0 to ``most``.
 
     A negative or fractional offset would replay or skip indices, so it is refused here.
 
+    Args:
+        state: the saved state.
+        key: the count's key.
+        most: the largest valid count, if any.
+        where: how the message names ``state`` (``"state 2's sampler_state"``).
+
     Raises:
-        ValueError: naming the key, the value and what would be valid.
+        ValueError: naming the key, the value and what would be valid (or that it is missing).
     """
-    value = state.get(key)
+    if key not in state:
+        raise ValueError(
+            f"{where} is missing {key!r}, got {short_repr(state)}; pass a dict returned by "
+            "state_dict(), unchanged"
+        )
+    value = state[key]
     if isinstance(value, np.integer):
         value = int(value)
     if type(value) is not int or value < 0 or (most is not None and value > most):
         valid = "an int >= 0" if most is None else f"an int from 0 to {most}"
         raise ValueError(
-            f"state {key} must be {valid}, got {value!r}; pass a dict returned by "
+            f"{where} {key} must be {valid}, got {value!r}; pass a dict returned by "
             "state_dict(), unchanged"
         )
     return value

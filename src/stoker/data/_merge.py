@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
+from stoker.data._distributed import RANK_KEYS, read_position, same_value, saved_draws
 from stoker.data._elastic import PositionSet, Share, epoch_total, share_positions, split_remainder
+from stoker.data._epochs import state_count
+from stoker.data._errors import short_repr
 from stoker.data._sharded import SHARDED_FORMAT, dealt_shards, merge_shard_states
 from stoker.data._state import check_header
 
@@ -100,42 +103,95 @@ def _finished(states: list[dict[str, Any]], whose: list[str]) -> list[bool]:
     return [epoch != low for epoch in epochs]
 
 
+class _Rank(NamedTuple):
+    """One rank's checked sampler state, its position in its list, and its share."""
+
+    saved: dict[str, Any]
+    done: PositionSet
+    share: Share | None
+
+
+def _read_rank_state(position: int, state: dict[str, Any]) -> _Rank:
+    """Check one rank's DistributedSampler loader state; return its sampler state, completed.
+
+    Fields of older formats are filled in where they are implied (no ``draws``: keyed; no
+    ``delivered`` and ``share``: a prefix of the rank's plain share); anything else missing
+    or of the wrong kind is refused, naming the field and the state's index in the list.
+    """
+    where = f"state {position}"
+    saved = state.get("sampler_state")
+    if state.get("mode") != "offset" or not isinstance(saved, dict):
+        raise ValueError(
+            f"{where} must be one rank's state (mode 'offset' with a sampler_state dict), got "
+            f"mode {state.get('mode')!r}; merge the states each rank's loader saved, not merged "
+            "ones"
+        )
+    for key in ("epoch", "batches"):
+        state_count(state, key, where=where)
+    where = f"{where}'s sampler_state"
+    missing = [key for key in RANK_KEYS if key not in saved]
+    if missing:
+        raise ValueError(
+            f"{where} is missing {missing}: merge_states needs {list(RANK_KEYS)} from each rank "
+            f"(and reads delivered, share and draws when present), got {short_repr(saved)}; "
+            f"{_HINT}"
+        )
+    for key in ("num_replicas", "rank", "length", "epoch"):
+        state_count(saved, key, where=where)
+    for key, kind in (("shuffle", bool), ("drop_last", bool), ("seed", int)):
+        if type(saved[key]) is not kind:
+            raise ValueError(
+                f"{where} {key} must be a{'n' if kind is int else ''} {kind.__name__}, got "
+                f"{saved[key]!r}; {_HINT}"
+            )
+    if not same_value(saved["length"], state.get("length")):
+        raise ValueError(
+            f"{where} length must be the loader state's length {state.get('length')!r}, got "
+            f"{saved['length']!r}; {_HINT}"
+        )
+    if saved["finished"] is not False:
+        raise ValueError(
+            f"{where} finished must be False (a loader saves its sampler's position, never a "
+            f"finished sampler's), got {saved['finished']!r}; {_HINT}"
+        )
+    rank, world = saved["rank"], saved["num_replicas"]
+    if world < 1 or rank >= world:
+        raise ValueError(
+            f"{where} rank must be in range(num_replicas), got rank {rank!r} of num_replicas "
+            f"{world!r}; {_HINT}"
+        )
+    done, share = read_position(saved, where)
+    completed = {**saved, "draws": saved_draws(saved, where)}
+    completed.setdefault("delivered", [])
+    completed.setdefault("share", None)
+    return _Rank(completed, done, share)
+
+
 def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
     """Merge the states of loaders over one epoch of a DistributedSampler."""
-    samplers = [state["sampler_state"] for state in states]
-    for position, (state, saved) in enumerate(zip(states, samplers, strict=True)):
-        if state.get("mode") != "offset" or not isinstance(saved, dict):
-            raise ValueError(
-                f"state {position} must be one rank's state (mode 'offset'), got mode "
-                f"{state.get('mode')!r}; merge the states each rank's loader saved, not merged "
-                "ones"
-            )
-    world = samplers[0].get("num_replicas")
-    _ranks_exactly_once([saved.get("rank") for saved in samplers], world)
+    reads = [_read_rank_state(position, state) for position, state in enumerate(states)]
+    samplers = [read.saved for read in reads]
+    world = samplers[0]["num_replicas"]
+    _ranks_exactly_once([saved["rank"] for saved in samplers], world)
+    ranks = {read.saved["rank"]: read for read in reads}
     by_rank = sorted(zip(samplers, states, strict=True), key=lambda pair: pair[0]["rank"])
     whose = [f"rank {saved['rank']}" for saved, _ in by_rank]
     ended = _finished([state for _, state in by_rank], whose)
     for key in _SAMPLER_KEYS:
-        _agree([saved.get(key) for saved, _ in by_rank], f"sampler_state's {key}", whose)
+        _agree([saved[key] for saved, _ in by_rank], f"sampler_state's {key}", whose)
     going = [pair for pair, done in zip(by_rank, ended, strict=True) if not done]
     if not going:  # every rank ended the epoch: the merged state starts the next one
         going, ended = by_rank[:1], [False] * len(by_rank)
-        by_rank[0][0]["offset"], by_rank[0][0]["delivered"] = 0, []
+        rank = by_rank[0][0]["rank"]
+        ranks[rank] = _Rank(ranks[rank].saved, PositionSet(), None)
     _agree(
-        [saved.get("share") for saved, _ in going],
+        [saved["share"] for saved, _ in going],
         "sampler_state's share",
         [f"rank {saved['rank']}" for saved, _ in going],
     )
     first = going[0][0]
     length, drop_last = first["length"], first["drop_last"]
-    saved_share = first["share"]
-    share = (
-        None
-        if saved_share is None
-        else Share.from_json(
-            saved_share, "sampler_state's share", length=length, drop_last=drop_last
-        )
-    )
+    share = ranks[first["rank"]].share
     total = epoch_total(length, world, drop_last) if share is None else share.total
     consumed = np.zeros(total, dtype=bool)
     if share is not None:
@@ -147,22 +203,14 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
         if done_all:
             consumed[positions] = True
             continue
-        done = PositionSet.from_json(
-            {"watermark": saved.get("offset"), "ranges": saved.get("delivered", [])},
-            f"rank {saved['rank']}'s sampler_state position",
-        )
-        if done.end() > len(positions):
-            raise ValueError(
-                f"rank {saved['rank']}'s sampler_state delivered indices up to {done.end() - 1} "
-                f"of a list of {len(positions)}; {_HINT}"
-            )
+        done = ranks[saved["rank"]].done
         consumed[positions[np.flatnonzero(done.mask(len(positions)))]] = True
     merged = copy.deepcopy(going[0][1])
     sampler_state = {
         key: first[key]
         for key in ("version", "sampler", "length", "shuffle", "drop_last", "seed", "epoch")
     }
-    sampler_state["draws"] = first.get("draws", "keyed")
+    sampler_state["draws"] = first["draws"]
     sampler_state["merged"] = {
         "ranks": world if share is None else share.ranks,  # the world that began the epoch
         "total": total,

@@ -430,6 +430,44 @@ def test_merge_needs_distributed_or_sharded_states() -> None:
         merge_states([])
 
 
+@pytest.mark.parametrize("old_keys", [("share", "delivered", "draws"), ("share", "delivered")])
+def test_rank_states_of_the_previous_formats_merge(old_keys: tuple[str, ...]) -> None:
+    """Rank states saved before elastic resume (no share and delivered: a plain prefix) and
+    before torch orders (no draws: keyed) merge as the current ones do, exactly once."""
+    spec = _spec(shuffle=False)  # the order of states without draws: keyed, shuffle or not
+    first, states = _phase(spec, 4, [2, 3, 2, 1])
+    old = json.loads(json.dumps(states))
+    for state in old:
+        for key in old_keys:
+            del state["sampler_state"][key]
+    merged = merge_states(old)
+    assert merged["sampler_state"]["merged"] == merge_states(states)["sampler_state"]["merged"]
+    second, _ = _phase(spec, 3, [None] * 3, merged)
+    remainder = 29 - len(_flat(first))
+    extras = math.ceil(remainder / 3) * 3 - remainder
+    check_exactly_once([_flat(first), _flat(second)], list(range(29)), extras=extras)
+
+
+@pytest.mark.parametrize(
+    ("key", "message"),
+    [
+        ("share", "state 2's sampler_state is missing 'share' .*holds 'delivered'"),
+        ("delivered", "state 2's sampler_state is missing 'delivered' .*holds 'share'"),
+        ("offset", r"state 2's sampler_state is missing \['offset'\]"),
+        ("rank", r"state 2's sampler_state is missing \['rank'\]"),
+        ("num_replicas", r"state 2's sampler_state is missing \['num_replicas'\]"),
+        ("finished", r"state 2's sampler_state is missing \['finished'\]"),
+    ],
+)
+def test_a_rank_state_missing_a_field_is_named_with_its_index(key: str, message: str) -> None:
+    """A field no format leaves out (or one of share and delivered alone) is refused with a
+    ValueError naming it and the state's index in the list, not a KeyError."""
+    _, states = _phase(_spec(), 3, [1, 1, 1])
+    del states[2]["sampler_state"][key]
+    with pytest.raises(ValueError, match=message):
+        merge_states(states)
+
+
 def test_merge_does_not_change_its_input() -> None:
     """The states given to merge_states are left as they were."""
     _, states = _phase(_spec(), 2, [1, 1])
