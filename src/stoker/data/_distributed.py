@@ -35,7 +35,7 @@ from stoker.data._elastic import (
     plain_offsets,
     share_positions,
 )
-from stoker.data._epochs import STATE_VERSION, state_count
+from stoker.data._epochs import STATE_VERSION, same_value, state_count
 from stoker.data._errors import short_repr
 from stoker.data._generator import make_rng
 from stoker.data._kinds import ValueRuntimeError
@@ -52,7 +52,6 @@ __all__ = [
     "get_shard_info",
     "list_length",
     "read_position",
-    "same_value",
     "saved_draws",
 ]
 
@@ -145,14 +144,17 @@ POSITION_KEYS = ("delivered", "share")
 position is a prefix of the rank's plain share."""
 
 
-def same_value(saved: Any, expected: Any) -> bool:
-    """Whether a saved field equals the expected one, type included (``True`` is not ``1``)."""
-    return type(saved) is type(expected) and bool(saved == expected)
-
-
 def saved_draws(state: dict[str, Any], where: str = "state") -> str:
-    """Read a state's ``draws``: ``"torch"`` or ``"keyed"`` (absent in states saved before
-    torch orders: ``"keyed"``)."""
+    """Read a state's ``draws``: ``"torch"`` or ``"keyed"``.
+
+    Absent in states saved before torch orders: ``"keyed"``. Those have no ``delivered`` or
+    ``share`` either (both came later), so a state with them needs ``draws``.
+    """
+    if "draws" not in state and any(key in state for key in POSITION_KEYS):
+        raise ValueError(
+            f"{where} is missing 'draws' (a state holding {list(POSITION_KEYS)} was saved with "
+            f"it), got {short_repr(state)}; pass a dict returned by state_dict(), unchanged"
+        )
     draws = state.get("draws", "keyed")
     if draws not in ("torch", "keyed") or not isinstance(draws, str):
         raise ValueError(
@@ -512,10 +514,14 @@ class DistributedSampler(Sampler[T_co]):
         part of the split the rank reads.
         """
         if not isinstance(merged, dict) or set(merged) != set(MERGED_KEYS):
-            keys = sorted(merged) if isinstance(merged, dict) else merged
+            keys = sorted(map(str, merged)) if isinstance(merged, dict) else merged
+            missing = (
+                [key for key in MERGED_KEYS if key not in merged] if keys is not merged else []
+            )
             raise ValueError(
                 f"state's merged must be the dict stoker.data.merge_states() writes, with keys "
-                f"{list(MERGED_KEYS)}, got {short_repr(keys)}; pass its result unchanged"
+                f"{list(MERGED_KEYS)}{f' (missing {missing})' if missing else ''}, got "
+                f"{short_repr(keys)}; pass its result unchanged"
             )
         resharded = merged["resharded"]
         if not isinstance(resharded, bool):

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_MERGED_POSITIONS",
     "PositionSet",
     "Share",
     "epoch_total",
@@ -40,7 +41,18 @@ __all__ = [
 
 Positions = np.ndarray[Any, np.dtype[np.int64]]
 
+MAX_MERGED_POSITIONS = 1 << 32
+"""The largest dataset merge_states takes: it holds a flag per position of the epoch (and a
+rank's positions at a time), so a state claiming more is refused before anything is
+allocated."""
+
 _FIX = "pass a state returned by DataLoader.state_dict() or stoker.data.merge_states(), unchanged"
+
+
+def _missing(value: Any, keys: tuple[str, ...]) -> str:
+    """`` (missing ['key'])`` for the keys a dict lacks, for a message; else ``""``."""
+    missing = [key for key in keys if key not in value] if isinstance(value, dict) else []
+    return f" (missing {missing})" if missing else ""
 
 
 def _normalise(spans: Iterable[tuple[int, int]]) -> tuple[int, tuple[tuple[int, int], ...]]:
@@ -134,7 +146,8 @@ class PositionSet:
             "ranges above the watermark, begin < end"
         )
         if not isinstance(value, dict) or set(value) != {"watermark", "ranges"}:
-            raise ValueError(f"{what} must be {expected}, got {value!r}; {_FIX}")
+            missing = _missing(value, ("watermark", "ranges"))
+            raise ValueError(f"{what} must be {expected}{missing}, got {value!r}; {_FIX}")
         watermark, ranges = value["watermark"], value["ranges"]
         spans: list[tuple[int, int]] = []
         ok = type(watermark) is int and watermark >= 0 and isinstance(ranges, list)
@@ -190,9 +203,10 @@ class Share:
             drop_last: the sampler's ``drop_last``.
         """
         if not isinstance(value, dict) or set(value) - {"ranks"} != {"total", "consumed"}:
+            missing = _missing(value, ("total", "consumed"))
             raise ValueError(
-                f"{what} must be {{'total': int, 'consumed': {{...}}, 'ranks': int}}, got "
-                f"{value!r}; {_FIX}"
+                f"{what} must be {{'total': int, 'consumed': {{...}}, 'ranks': int}}{missing}, "
+                f"got {value!r}; {_FIX}"
             )
         total = value["total"]
         if type(total) is not int or total < 0:

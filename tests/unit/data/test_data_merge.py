@@ -6,6 +6,7 @@ import collections
 import json
 import math
 import random
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -466,6 +467,69 @@ def test_a_rank_state_missing_a_field_is_named_with_its_index(key: str, message:
     del states[2]["sampler_state"][key]
     with pytest.raises(ValueError, match=message):
         merge_states(states)
+
+
+def _set_everywhere(states: list[dict[str, Any]], changes: dict[str, Any]) -> None:
+    """Set ``"a.b"`` fields (key b of field a) in every state."""
+    for state in states:
+        for path, value in changes.items():
+            *parents, key = path.split(".")
+            target = state
+            for parent in parents:
+                target = target[parent]
+            target[key] = value
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        (
+            {"sampler_state.num_replicas": 10**9},
+            r"rank\(s\) \[3, 4, .*, 12, ...\] missing \(got 3 state\(s\) of a world of "
+            r"1000000000, their num_replicas\)",
+        ),
+        (
+            {"length": 10**12, "sampler_state.length": 10**12},
+            "state 0 length must be an int from 0 to 4294967296, got 1000000000000",
+        ),
+        (
+            {"sampler_state.offset": 10**12},
+            r"state 0's sampler_state offset and delivered must lie in range\(10\)",
+        ),
+        (
+            {"sampler_state.delivered": [[20, 10**12]]},
+            r"state 0's sampler_state offset and delivered must lie in range\(10\)",
+        ),
+    ],
+)
+def test_huge_counts_in_the_states_are_refused_at_once(
+    changes: dict[str, Any], message: str
+) -> None:
+    """A world of 10**9 ranks, a dataset of 10**12 samples or a position past the rank's
+    list, claimed by every rank's state, is a ValueError naming the field at once (well under
+    a second of CPU), not a MemoryError after seconds of allocation."""
+    _, states = _phase(_spec(), 3, [1, 1, 1])
+    _set_everywhere(states, changes)
+    started = time.thread_time()
+    with pytest.raises(ValueError, match=message):
+        merge_states(states)
+    assert time.thread_time() - started < 1.0
+
+
+def test_a_sharded_world_of_a_billion_ranks_is_refused_at_once() -> None:
+    """ShardedIterableDataset states claiming a huge world or shard count are refused at once,
+    naming the field, without counting ranks or shards."""
+    states = [take(DataLoader(Shards([3, 3], rank, 2), batch_size=1), 1)[1] for rank in range(2)]
+    started = time.thread_time()
+    huge = json.loads(json.dumps(states))
+    _set_everywhere(huge, {"world_size": 10**9})
+    with pytest.raises(ValueError, match="of a world of 1000000000, their world_size"):
+        merge_states(huge)
+    huge = json.loads(json.dumps(states))
+    _set_everywhere(huge, {"shards": 10**12})
+    with pytest.raises(ValueError, match="state 0 shards must be an int from 0 to 16777216"):
+        merge_states(huge)
+    assert time.thread_time() - started < 1.0
 
 
 def test_merge_does_not_change_its_input() -> None:
