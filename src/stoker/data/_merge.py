@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from stoker.data._distributed import RANK_KEYS, read_position, saved_draws
+from stoker.data._distributed_state import RANK_KEYS, read_position, saved_draws
 from stoker.data._elastic import (
     MAX_MERGED_POSITIONS,
     PositionSet,
