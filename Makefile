@@ -63,6 +63,7 @@ pytest: $(STAMP) browser
 
 bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/loader_bench.py
+	$(BIN)/python benchmarks/first_batch_bench.py
 	$(BIN)/python benchmarks/writer_bench.py
 	$(BIN)/python benchmarks/reader_bench.py
 

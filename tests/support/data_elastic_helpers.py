@@ -33,18 +33,18 @@ from stoker.data import (
 
 
 class Indexed(Dataset[int]):
-    """Sample i is i; multiples of 5 come late when ``slow`` (so batches arrive out of order)."""
+    """Sample i is i; multiples of 5 come ``delay`` s late (so batches arrive out of order)."""
 
-    def __init__(self, n: int, slow: bool = False) -> None:
+    def __init__(self, n: int, delay: float = 0.0) -> None:
         self.n = n
-        self.slow = slow
+        self.delay = delay
 
     def __len__(self) -> int:
         return self.n
 
     def __getitem__(self, index: int) -> int:
-        if self.slow and index % 5 == 0:
-            time.sleep(0.02)
+        if self.delay and index % 5 == 0:
+            time.sleep(self.delay)
         return index
 
 
@@ -70,7 +70,8 @@ def rank_loader(spec: dict[str, Any], world: int | None, rank: int | None) -> Da
             num_workers=spec["workers"],
             timeout=30 if spec["workers"] else 0,
         )
-    dataset = Indexed(spec["length"], slow=not spec.get("in_order", True))
+    in_order = spec.get("in_order", True)
+    dataset = Indexed(spec["length"], delay=spec.get("delay", 0.0 if in_order else 0.02))
     sampler = DistributedSampler(
         dataset,
         num_replicas=world,
@@ -85,7 +86,8 @@ def rank_loader(spec: dict[str, Any], world: int | None, rank: int | None) -> Da
         batch_size=spec["batch_size"],
         sampler=sampler,
         num_workers=workers,
-        in_order=spec.get("in_order", True),
+        in_order=in_order,
+        drop_last=spec.get("batch_drop_last", False),
         timeout=30 if workers else 0,
         worker_type=spec.get("worker_type", "process"),
     )
@@ -128,6 +130,30 @@ def check_exactly_once(
     assert len(missing) == dropped, f"missing {missing}, expected {dropped} dropped"
     repeats = sum(count - 1 for count in delivered.values())
     assert repeats == extras, f"{repeats} repeats, expected {extras} (padding)"
+
+
+def check_once_but_padding(
+    phases: list[list[int]], length: int, worlds: list[int], drop_last: bool, batch_cut: int = 0
+) -> None:
+    """Every sample of ``range(length)`` delivered once over ``phases``, but padding or cuts.
+
+    Each world that splits the epoch (the first, and each one resuming a merged state) pads
+    its part by repeating fewer than one row of its ranks, or with ``drop_last`` cuts fewer;
+    a loader with ``drop_last`` also drops fewer than ``batch_cut`` samples at the end of each
+    rank's part in each phase; nothing else may repeat or be missing.
+    """
+    delivered = collections.Counter(x for phase in phases for x in phase)
+    assert set(delivered) <= set(range(length)), "only samples of the epoch"
+    missing = [x for x in range(length) if x not in delivered]
+    repeats = sum(count - 1 for count in delivered.values())
+    rows = sum(world - 1 for world in worlds)
+    tails = sum(world * max(0, batch_cut - 1) for world in worlds)
+    if drop_last:
+        assert repeats == 0, f"{repeats} repeats with drop_last: {delivered}"
+        assert len(missing) <= rows + tails, f"missing {missing}: more than cut by {worlds}"
+    else:
+        assert len(missing) <= tails, f"missing {missing}"
+        assert repeats <= rows, f"{repeats} repeats: more than {rows} padded by {worlds}"
 
 
 # Each scenario: the loader spec and its phases: (world, batches per rank or None to finish;

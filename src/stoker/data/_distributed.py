@@ -18,7 +18,6 @@ is :func:`stoker._checks.resolve_world`, shared with the tensorboard writer's ra
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -28,6 +27,13 @@ import numpy as np
 
 from stoker import _torch
 from stoker._checks import check_int, resolve_world
+from stoker.data._distributed_state import (
+    MERGED_KEYS,
+    check_merged_keys,
+    list_length,
+    read_position,
+    saved_draws,
+)
 from stoker.data._elastic import (
     PositionSet,
     Share,
@@ -35,7 +41,8 @@ from stoker.data._elastic import (
     plain_offsets,
     share_positions,
 )
-from stoker.data._epochs import STATE_VERSION, state_count
+from stoker.data._epochs import STATE_VERSION, same_value, state_count
+from stoker.data._errors import short_repr
 from stoker.data._generator import make_rng
 from stoker.data._kinds import ValueRuntimeError
 from stoker.data._sampler import Sampler, pieces
@@ -203,15 +210,8 @@ class DistributedSampler(Sampler[T_co]):
         if self._iteration is None:
             return None
         share, done, _ = self._iteration
-        listed = self.num_samples if share is None else self._share_length(share)
+        listed = list_length(len(self.dataset), self.num_replicas, self.drop_last, share)
         return max(0, listed - len(done))
-
-    def _share_length(self, share: Share) -> int:
-        """The length of this rank's list in a split share, without computing the list."""
-        length = min(len(self.dataset), share.total) - len(share.consumed)
-        if self.drop_last:
-            return length // self.num_replicas
-        return math.ceil(length / self.num_replicas)
 
     def _local_done(self, delivered: PositionSet) -> PositionSet:
         """This rank's list indices delivered: the skipped ones plus the iteration's items."""
@@ -325,13 +325,20 @@ class DistributedSampler(Sampler[T_co]):
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
-        merged = state.get("merged")
+        is_merged = "merged" in state
+        if is_merged:
+            check_merged_keys(state)
         mine = self.state_dict_base()
         keys = ["version", "sampler", "length", "shuffle", "seed", "drop_last"]
-        if merged is None:
+        if not is_merged:
             keys[3:3] = ["num_replicas", "rank"]
         for key in keys:
-            if state.get(key) != mine[key]:
+            if key not in state:
+                raise ValueError(
+                    f"state is missing {key!r}, got {short_repr(state)}; pass a dict returned "
+                    "by state_dict(), unchanged"
+                )
+            if not same_value(state[key], mine[key]):
                 hint = "load it into a sampler built the same way"
                 if key == "num_replicas":
                     hint = (
@@ -340,39 +347,55 @@ class DistributedSampler(Sampler[T_co]):
                         "load the merged state on any number of replicas"
                     )
                 raise ValueError(
-                    f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
+                    f"state does not fit this sampler: {key} is {state[key]!r} in the "
                     f"state but {mine[key]!r} here; {hint}"
                 )
-        draws = state.get("draws", "keyed")  # states without it were saved before torch orders
-        if draws not in ("torch", "keyed"):
-            raise ValueError(f"state draws must be 'torch' or 'keyed', got {draws!r}")
-        loaded = self._merged_position(merged) if merged is not None else self._rank_position(state)
+        draws = saved_draws(state)
+        epoch = state_count(state, "epoch")
+        if is_merged:
+            loaded, finished = self._merged_position(state["merged"]), False
+        else:
+            loaded, finished = read_position(state), state["finished"]
         self._draws = draws
-        self.epoch = state_count(state, "epoch") + (1 if state.get("finished") else 0)
+        self.epoch = epoch + (1 if finished else 0)
         self._loaded = loaded
         self._progress = (0, iter([]))
 
-    def _rank_position(self, state: dict[str, Any]) -> tuple[PositionSet, Share | None]:
-        """Read one rank's saved position: offset, delivered ranges and share."""
-        offset = state_count(state, "offset")
-        done = PositionSet.from_json(
-            {"watermark": offset, "ranges": state.get("delivered", [])}, "state's delivered"
-        )
-        saved = state.get("share")
-        share = None if saved is None else Share.from_json(saved, "state's share")
-        return done, share
+    def _read_share(self, saved: Any, what: str) -> Share:
+        """Read a saved share of this sampler's epoch (its total checked against the length)."""
+        return Share.from_json(saved, what, length=len(self.dataset), drop_last=self.drop_last)
 
     def _merged_position(self, merged: Any) -> tuple[PositionSet, Share | None]:
-        """This rank's position in a merged epoch: a plain offset, or its split share."""
-        if not isinstance(merged, dict) or not isinstance(merged.get("resharded"), bool):
-            raise ValueError(
-                f"state's merged must be the dict stoker.data.merge_states() writes, got "
-                f"{merged!r}; pass its result unchanged"
+        """This rank's position in a merged epoch: a plain offset, or its split share.
+
+        Nothing consumed: the plain epoch, as a fresh run on this world reads it. Each plain
+        share's prefix, on the world that began the epoch: each rank's offset. Otherwise the
+        part of the split the rank reads.
+        """
+        if not isinstance(merged, dict) or set(merged) != set(MERGED_KEYS):
+            keys = sorted(map(str, merged)) if isinstance(merged, dict) else merged
+            missing = (
+                [key for key in MERGED_KEYS if key not in merged] if keys is not merged else []
             )
-        share = Share.from_json({k: merged.get(k) for k in ("total", "consumed")}, "state's merged")
-        if not merged["resharded"] and merged.get("ranks") == self.num_replicas:
+            raise ValueError(
+                f"state's merged must be the dict stoker.data.merge_states() writes, with keys "
+                f"{list(MERGED_KEYS)}{f' (missing {missing})' if missing else ''}, got "
+                f"{short_repr(keys)}; pass its result unchanged"
+            )
+        resharded = merged["resharded"]
+        if not isinstance(resharded, bool):
+            raise ValueError(
+                f"state's merged resharded must be a bool, got {resharded!r}; pass the result "
+                "of stoker.data.merge_states() unchanged"
+            )
+        share = self._read_share(
+            {key: merged[key] for key in ("total", "consumed", "ranks")}, "state's merged"
+        )
+        if not share.consumed.spans():
+            return PositionSet(), None
+        if not resharded and share.ranks == self.num_replicas:  # total is this world's
             offsets = plain_offsets(share.consumed, share.total, self.num_replicas)
-            if offsets is not None and share.total == self.total_size:
+            if offsets is not None:
                 return PositionSet(offsets[self.rank]), None
         return PositionSet(), share
 

@@ -29,17 +29,30 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "MAX_MERGED_POSITIONS",
     "PositionSet",
     "Share",
     "epoch_total",
     "plain_offsets",
     "share_positions",
     "split_remainder",
+    "world_of",
 ]
 
 Positions = np.ndarray[Any, np.dtype[np.int64]]
 
+MAX_MERGED_POSITIONS = 1 << 32
+"""The largest dataset merge_states takes: it holds a flag per position of the epoch (and a
+rank's positions at a time), so a state claiming more is refused before anything is
+allocated."""
+
 _FIX = "pass a state returned by DataLoader.state_dict() or stoker.data.merge_states(), unchanged"
+
+
+def _missing(value: Any, keys: tuple[str, ...]) -> str:
+    """`` (missing ['key'])`` for the keys a dict lacks, for a message; else ``""``."""
+    missing = [key for key in keys if key not in value] if isinstance(value, dict) else []
+    return f" (missing {missing})" if missing else ""
 
 
 def _normalise(spans: Iterable[tuple[int, int]]) -> tuple[int, tuple[tuple[int, int], ...]]:
@@ -100,6 +113,11 @@ class PositionSet:
         """Return how many positions the set holds."""
         return self.watermark + sum(end - begin for begin, end in self.ranges)
 
+    def count_below(self, end: int) -> int:
+        """Return how many positions of the set are below ``end``."""
+        inside = sum(max(0, min(stop, end) - begin) for begin, stop in self.ranges if begin < end)
+        return min(self.watermark, max(end, 0)) + inside
+
     def end(self) -> int:
         """Return one past the largest position (0 for the empty set)."""
         return self.ranges[-1][1] if self.ranges else self.watermark
@@ -128,7 +146,8 @@ class PositionSet:
             "ranges above the watermark, begin < end"
         )
         if not isinstance(value, dict) or set(value) != {"watermark", "ranges"}:
-            raise ValueError(f"{what} must be {expected}, got {value!r}; {_FIX}")
+            missing = _missing(value, ("watermark", "ranges"))
+            raise ValueError(f"{what} must be {expected}{missing}, got {value!r}; {_FIX}")
         watermark, ranges = value["watermark"], value["ranges"]
         spans: list[tuple[int, int]] = []
         ok = type(watermark) is int and watermark >= 0 and isinstance(ranges, list)
@@ -156,32 +175,73 @@ class Share:
     Attributes:
         total: the epoch's global positions (``total_size`` of the world that began it).
         consumed: the positions consumed before the split.
+        ranks: the number of ranks that began the epoch (``total`` is their ``total_size``);
+            None when not known.
     """
 
     total: int
     consumed: PositionSet
+    ranks: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """Return ``{"total": int, "consumed": PositionSet}`` as JSON values."""
-        return {"total": self.total, "consumed": self.consumed.to_json()}
+        """Return ``{"total": int, "consumed": PositionSet, "ranks": int}`` as JSON values."""
+        saved = {"total": self.total, "consumed": self.consumed.to_json()}
+        return saved if self.ranks is None else {**saved, "ranks": self.ranks}
 
     @classmethod
-    def from_json(cls, value: Any, what: str) -> Share:
-        """Read :meth:`to_json`'s form (a ValueError naming ``what`` otherwise)."""
-        if not isinstance(value, dict) or set(value) != {"total", "consumed"}:
+    def from_json(cls, value: Any, what: str, *, length: int, drop_last: bool) -> Share:
+        """Read :meth:`to_json`'s form for an epoch of ``length`` samples (else a ValueError).
+
+        ``total`` must be the ``total_size`` of ``ranks`` ranks for that epoch (torch's rule,
+        :func:`epoch_total`); a share saved before ``ranks`` was recorded must have a total
+        that some number of ranks gives, and takes that number.
+
+        Args:
+            value: the saved form.
+            what: the state field it was read from, for the message.
+            length: the dataset's length.
+            drop_last: the sampler's ``drop_last``.
+        """
+        if not isinstance(value, dict) or set(value) - {"ranks"} != {"total", "consumed"}:
+            missing = _missing(value, ("total", "consumed"))
             raise ValueError(
-                f"{what} must be {{'total': int, 'consumed': {{...}}}}, got {value!r}; {_FIX}"
+                f"{what} must be {{'total': int, 'consumed': {{...}}, 'ranks': int}}{missing}, "
+                f"got {value!r}; {_FIX}"
             )
         total = value["total"]
         if type(total) is not int or total < 0:
             raise ValueError(f"{what}'s total must be an int >= 0, got {total!r}; {_FIX}")
+        ranks = value.get("ranks") if "ranks" in value else world_of(total, length, drop_last)
+        if "ranks" in value and (type(ranks) is not int or ranks < 1):
+            raise ValueError(
+                f"{what}'s ranks (the world that began the epoch) must be an int >= 1, got "
+                f"{ranks!r}; {_FIX}"
+            )
+        expected = None if ranks is None else epoch_total(length, ranks, drop_last)
+        if expected != total:
+            world = "some number of ranks" if ranks is None else f"{ranks} rank(s)"
+            wanted = "" if expected is None else f"{expected}, "
+            raise ValueError(
+                f"{what}'s total must be {wanted}the positions of an epoch of {length} samples "
+                f"on {world} (drop_last={drop_last}), got {total!r}; {_FIX}"
+            )
         consumed = PositionSet.from_json(value["consumed"], f"{what}'s consumed")
         if consumed.end() > total:
             raise ValueError(
                 f"{what}'s consumed must lie in range({total}), got positions up to "
                 f"{consumed.end() - 1}; {_FIX}"
             )
-        return cls(total, consumed)
+        return cls(total, consumed, ranks)
+
+
+def world_of(total: int, length: int, drop_last: bool) -> int | None:
+    """Return a number of ranks whose epoch of ``length`` samples has ``total`` positions.
+
+    None when no world gives ``total``. A total that any world gives, the world of ``total``
+    ranks gives too (or, for none with ``drop_last``, a world larger than the dataset).
+    """
+    world = total if total > 0 else (length + 1 if drop_last else 1)
+    return world if epoch_total(length, world, drop_last) == total else None
 
 
 def epoch_total(length: int, world: int, drop_last: bool) -> int:

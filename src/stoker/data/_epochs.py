@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
+from stoker.data._errors import short_repr
 from stoker.data._generator import (
     GeneratorState,
     check_fits,
@@ -34,7 +35,17 @@ from stoker.data._generator import (
     save_generator,
 )
 
-__all__ = ["DIRECT", "SEED", "STATE_VERSION", "Draws", "EpochClock", "EpochRecord", "track"]
+__all__ = [
+    "DIRECT",
+    "SEED",
+    "STATE_VERSION",
+    "Draws",
+    "EpochClock",
+    "EpochRecord",
+    "same_value",
+    "state_count",
+    "track",
+]
 
 STATE_VERSION = 1
 """The version of the samplers' ``state_dict()`` format."""
@@ -304,25 +315,40 @@ class EpochClock:
         """
         if not isinstance(state, dict):
             raise TypeError(f"state must be a dict from state_dict(), got {state!r}")
-        if state.get("version") != STATE_VERSION:
-            raise ValueError(
-                f"state version must be {STATE_VERSION}, got {state.get('version')!r}; "
-                "it was saved by an incompatible version of stoker"
-            )
-        missing = [key for key in ("epoch", "offset", "seed") if key not in state]
+        needed = ("version", *length_fields, "epoch", "offset", "seed")
+        missing = [key for key in needed if key not in state]
         if missing:
             raise ValueError(
-                f"state is missing {missing}; pass a dict returned by a sampler's state_dict()"
+                f"state is missing {missing}, got {short_repr(state)}; pass a dict returned by "
+                "a sampler's state_dict()"
+            )
+        if not same_value(state["version"], STATE_VERSION):
+            raise ValueError(
+                f"state version must be {STATE_VERSION}, got {state['version']!r}; "
+                "it was saved by an incompatible version of stoker"
             )
         for key, expected in length_fields.items():
-            if state.get(key) != expected:
+            if not same_value(state[key], expected):
                 raise ValueError(
-                    f"state does not fit this sampler: {key} is {state.get(key)!r} in the "
+                    f"state does not fit this sampler: {key} is {state[key]!r} in the "
                     f"state but {expected!r} here; load it into the sampler it was saved from"
                 )
         epoch = state_count(state, "epoch")
         offset = state_count(state, "offset", total)
         draws = _saved_draws(state)
+        seed = state["seed"]
+        if seed is not None and type(seed) is not int:
+            raise ValueError(
+                f"state seed must be an int or None, got {seed!r}; pass a dict returned by "
+                "a sampler's state_dict()"
+            )
+        keyed = draws in (Draws.KEYED, Draws.TORCH_SEED)
+        if self.uses_randomness and keyed and seed is None and offset > 0:
+            raise ValueError(
+                f"state seed must be an int in an epoch under way (offset {offset}, draws "
+                f"{draws.value!r}: its indices come from the seed), got None; pass a dict "
+                "returned by a sampler's state_dict()"
+            )
         saved = GeneratorState(state.get("generator_state"), state.get("torch_state"))
         if draws is not Draws.TORCH_GLOBAL:  # torch's global state, kept: fits any generator
             check_fits(self.generator, saved, _OWNER)
@@ -347,21 +373,39 @@ class EpochClock:
         )
 
 
-def state_count(state: dict[str, Any], key: str, most: int | None = None) -> int:
+def same_value(saved: Any, expected: Any) -> bool:
+    """Whether a saved field equals the expected one, type included (``True`` is not ``1``)."""
+    return type(saved) is type(expected) and bool(saved == expected)
+
+
+def state_count(
+    state: dict[str, Any], key: str, most: int | None = None, *, where: str = "state"
+) -> int:
     """Read a saved count (an epoch, an offset): an int from 0 to ``most``.
 
     A negative or fractional offset would replay or skip indices, so it is refused here.
 
+    Args:
+        state: the saved state.
+        key: the count's key.
+        most: the largest valid count, if any.
+        where: how the message names ``state`` (``"state 2's sampler_state"``).
+
     Raises:
-        ValueError: naming the key, the value and what would be valid.
+        ValueError: naming the key, the value and what would be valid (or that it is missing).
     """
-    value = state.get(key)
+    if key not in state:
+        raise ValueError(
+            f"{where} is missing {key!r}, got {short_repr(state)}; pass a dict returned by "
+            "state_dict(), unchanged"
+        )
+    value = state[key]
     if isinstance(value, np.integer):
         value = int(value)
     if type(value) is not int or value < 0 or (most is not None and value > most):
         valid = "an int >= 0" if most is None else f"an int from 0 to {most}"
         raise ValueError(
-            f"state {key} must be {valid}, got {value!r}; pass a dict returned by "
+            f"{where} {key} must be {valid}, got {value!r}; pass a dict returned by "
             "state_dict(), unchanged"
         )
     return value

@@ -17,24 +17,54 @@ from typing import Any, TypeVar
 from stoker.data._dataset import IterableDataset
 from stoker.data._distributed import get_shard_info
 
-__all__ = ["SHARDED_FORMAT", "ShardedIterableDataset", "dealt_shards", "merge_shard_states"]
+__all__ = [
+    "MAX_SHARDS",
+    "SHARDED_FORMAT",
+    "ShardedIterableDataset",
+    "dealt_shards",
+    "merge_shard_states",
+]
 
 T_co = TypeVar("T_co", covariant=True)
 
 SHARDED_FORMAT = "stoker.data.ShardedIterableDataset"
+MAX_SHARDS = 1 << 24
+"""The most shards merge_states takes (it lists the shards dealt to a rank that ended its
+part): a state claiming more is refused before the shards are counted."""
 _FIX = "pass a state from DataLoader.state_dict() or stoker.data.merge_states(), unchanged"
+
+
+_KEYS = ("format", "shards", "offsets", "done")
+_OWNER_KEYS = ("rank", "world_size", "num_workers")
 
 
 def _read(state: Any, shards: int) -> tuple[dict[int, int], set[int]]:
     """Return a state's ``(offsets, done)``, refusing a malformed one with a ValueError."""
-    if not isinstance(state, dict) or state.get("format") != SHARDED_FORMAT:
+    if not isinstance(state, dict):
         raise ValueError(f"state must be a {SHARDED_FORMAT} state, got {state!r}; {_FIX}")
-    if state.get("shards") != shards:
+    merged = state.get("merged")
+    needed = (*_KEYS, *(() if merged is True else _OWNER_KEYS))
+    missing = [key for key in needed if key not in state]
+    if missing:
         raise ValueError(
-            f"state does not fit this dataset: shards is {state.get('shards')!r} in the state but "
+            f"state is missing {missing} (a {SHARDED_FORMAT} state holds {list(needed)}), got "
+            f"{state!r}; {_FIX}"
+        )
+    if state["format"] != SHARDED_FORMAT or merged not in (None, True):
+        raise ValueError(f"state must be a {SHARDED_FORMAT} state, got {state!r}; {_FIX}")
+    if type(state["shards"]) is not int or state["shards"] != shards:
+        raise ValueError(
+            f"state does not fit this dataset: shards is {state['shards']!r} in the state but "
             f"{shards} here; load it into a dataset of the same shards"
         )
-    pairs, done = state.get("offsets"), state.get("done")
+    for key in () if merged else _OWNER_KEYS:
+        value = state[key]
+        if type(value) is not int or value < (0 if key == "rank" else 1):
+            raise ValueError(
+                f"state's {key} must be an int >= {0 if key == 'rank' else 1}, got {value!r}; "
+                f"{_FIX}"
+            )
+    pairs, done = state["offsets"], state["done"]
     valid = bool(
         isinstance(pairs, list)
         and isinstance(done, list)
@@ -52,8 +82,8 @@ def _read(state: Any, shards: int) -> tuple[dict[int, int], set[int]]:
             f"state's offsets must be [[shard, offset], ...] and done a list of shard numbers "
             f"below {shards}, got offsets={pairs!r}, done={done!r}; {_FIX}"
         )
-    checked: list[list[int]] = pairs  # type: ignore[assignment]
-    return {pair[0]: pair[1] for pair in checked}, set(done)  # type: ignore[arg-type]
+    checked: list[list[int]] = pairs
+    return {pair[0]: pair[1] for pair in checked}, set(done)
 
 
 def dealt_shards(shards: int, world: int, rank: int, num_workers: int) -> list[int]:
@@ -159,9 +189,9 @@ class ShardedIterableDataset(IterableDataset[T_co]):
         if state.get("merged"):
             return
         for key in ("rank", "world_size"):
-            if state.get(key) != getattr(self, key):
+            if state[key] != getattr(self, key):
                 raise ValueError(
-                    f"state does not fit this dataset: {key} is {state.get(key)!r} in the state "
+                    f"state does not fit this dataset: {key} is {state[key]!r} in the state "
                     f"but {getattr(self, key)!r} here; a state of one rank resumes on the same "
                     "rank and world size only: merge every rank's loader state with "
                     "stoker.data.merge_states() and load the merged state on any world size"

@@ -35,6 +35,7 @@ from typing import Any
 from stoker._checks import check_int
 from stoker.data._distributed import DistributedSampler
 from stoker.data._elastic import PositionSet
+from stoker.data._epochs import same_value
 from stoker.data._errors import short_repr
 from stoker.data._generator import GeneratorState, restore_generator, save_generator
 from stoker.data._plan import LoaderPlan
@@ -42,7 +43,12 @@ from stoker.data._progress import EpochProgress
 from stoker.data._sample_rng import keyed
 from stoker.data._sampler import BatchSampler, EpochSampler
 from stoker.data._sharded import ShardedIterableDataset
-from stoker.data._state_iterable import check_worker_states, merged_resume, save_iterable
+from stoker.data._state_iterable import (
+    check_worker_states,
+    merged_resume,
+    save_iterable,
+    sharded_fields,
+)
 from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
 
 __all__ = ["LOADER_STATE_FORMAT", "LOADER_STATE_VERSION", "ResumeTracker", "check_header"]
@@ -52,6 +58,10 @@ LOADER_STATE_FORMAT = "stoker.data.DataLoader"
 _FINISHED = 1 << 62  # an offset past any epoch's end: the state describes the next epoch
 _SEED_MAX = (1 << 64) - 1
 _FIX = "pass the dict returned by DataLoader.state_dict(), unchanged"
+_ONE_RANK = (
+    " (a state of one rank resumes on the same rank and world size only: merge every rank's "
+    "loader state with stoker.data.merge_states() and load the merged state on any world size)"
+)
 
 
 def _offset_target(index_sampler: Any) -> tuple[OffsetStateful, int] | None:
@@ -107,38 +117,53 @@ def check_header(state: Any) -> None:
             f"state must be a dict returned by DataLoader.state_dict(), got {state!r} of type "
             f"{type(state).__name__}"
         )
-    if state.get("format") != LOADER_STATE_FORMAT:
+    for key in ("format", "version"):
+        _require(state, key, "state")
+    if not same_value(state["format"], LOADER_STATE_FORMAT):
         raise ValueError(
             f"state must be a DataLoader state (format {LOADER_STATE_FORMAT!r}), got format "
-            f"{state.get('format')!r}; pass the dict returned by DataLoader.state_dict()"
+            f"{state['format']!r}; pass the dict returned by DataLoader.state_dict()"
         )
-    if state.get("version") != LOADER_STATE_VERSION:
+    if not same_value(state["version"], LOADER_STATE_VERSION):
         raise ValueError(
-            f"state version must be {LOADER_STATE_VERSION}, got {state.get('version')!r}; it was "
+            f"state version must be {LOADER_STATE_VERSION}, got {state['version']!r}; it was "
             "saved by an incompatible version of stoker"
         )
+
+
+def _require(container: dict[str, Any], key: str, where: str) -> Any:
+    """Return ``container[key]``; a missing key is a ValueError showing what was given."""
+    if key not in container:
+        raise ValueError(f"{where} is missing {key!r}, got {short_repr(container)}; {_FIX}")
+    return container[key]
 
 
 def _check_fits(plan: LoaderPlan, state: Any) -> None:
     """Raise unless ``state`` is a DataLoader state of this version that fits ``plan``."""
     check_header(state)
-    for key, expected in _describe(plan).items():
-        if key == "num_workers" and state.get("mode") == "merged":
-            continue  # a merged ShardedIterableDataset state deals its shards to any workers
-        if key not in state or state[key] != expected:
-            why = (
-                " (an IterableDataset's batches depend on how many workers shard it, so it "
-                "resumes only with the same num_workers)"
-                if key == "num_workers"
-                else ""
-            )
-            raise ValueError(
-                f"state does not fit this loader: {key} is {state.get(key)!r} in the state but "
-                f"{expected!r} here{why}; load it into a loader built like the one that saved it"
-            )
     missing = [k for k in ("epoch", "batches", "mode", "sampler_state") if k not in state]
     if missing:
-        raise ValueError(f"state is missing {missing}; pass a dict from DataLoader.state_dict()")
+        raise ValueError(
+            f"state is missing {missing}, got {short_repr(state)}; pass a dict from "
+            "DataLoader.state_dict()"
+        )
+    expected_fields = _describe(plan)
+    if isinstance(plan.dataset, ShardedIterableDataset):
+        expected_fields.update(sharded_fields(plan.dataset, merged=state["mode"] == "merged"))
+    for key, expected in expected_fields.items():
+        if key == "num_workers" and state["mode"] == "merged":
+            continue  # a merged ShardedIterableDataset state deals its shards to any workers
+        if not same_value(_require(state, key, "state"), expected):
+            why = {
+                "num_workers": " (an IterableDataset's batches depend on how many workers shard "
+                "it, so it resumes only with the same num_workers)",
+                "rank": _ONE_RANK,
+                "world_size": _ONE_RANK,
+            }.get(key, "")
+            raise ValueError(
+                f"state does not fit this loader: {key} is {state[key]!r} in the state but "
+                f"{expected!r} here{why}; load it into a loader built like the one that saved it"
+            )
     _check_values(plan, state)
 
 
@@ -198,11 +223,13 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
     if mode == "offset":
         if not isinstance(saved, dict):
             raise _bad("sampler_state", saved, "the sampler's state dict in mode 'offset'")
-        _int_field(saved.get("epoch"), "sampler_state's epoch")
-        _int_field(saved.get("seed"), "sampler_state's seed", maximum=_SEED_MAX, allow_none=True)
+        where = "state's sampler_state"
+        _int_field(_require(saved, "epoch", where), "sampler_state's epoch")
+        seed = _require(saved, "seed", where)
+        _int_field(seed, "sampler_state's seed", maximum=_SEED_MAX, allow_none=True)
         target = _offset_target(index_sampler)
         per_batch = 1 if target is None else target[1]
-        offset = saved.get("offset")
+        offset = _require(saved, "offset", where)
         wanted = (batches or 0) * per_batch
         if target is not None and isinstance(target[0], DistributedSampler):
             # its position is its own (a prefix, ranges, a share): the sampler checks it
@@ -214,19 +241,44 @@ def _check_values(plan: LoaderPlan, state: dict[str, Any]) -> None:
                 f"{wanted} (batches {batches} x {per_batch} indices per batch)",
             )
     elif mode == "merged" and (not isinstance(saved, dict) or "merged" not in saved):
+        missing = " (it is missing 'merged')" if isinstance(saved, dict) else ""
         raise _bad(
-            "sampler_state", saved, "a state from stoker.data.merge_states() in mode 'merged'"
+            "sampler_state",
+            saved,
+            f"a state from stoker.data.merge_states() in mode 'merged'{missing}",
         )
     elif mode == "fast_forward" and saved is not None:
         raise _bad("sampler_state", saved, "None in mode 'fast_forward'")
-    current = save_generator(plan.seed_source)._asdict().items()
-    kinds = [kind for kind, value in current if value is not None]
-    generator = state.get("generator")
+    if mode == "merged" and batches != 0:
+        raise _bad("batches", batches, "0 in a merged state (stoker.data.merge_states writes 0)")
+    current = save_generator(plan.seed_source)._asdict()
+    kinds = [kind for kind, value in current.items() if value is not None]
+    generator = _require(state, "generator", "state")
     shape = f"{{{kinds[0]!r}: state}}" if kinds else "None"
     if kinds and (not isinstance(generator, dict) or list(generator) != kinds):
-        raise _bad("generator", generator, f"{shape} for this loader's generator")
+        missing = f" (it is missing {kinds[0]!r})" if isinstance(generator, dict) else ""
+        raise _bad("generator", generator, f"{shape} for this loader's generator{missing}")
     if not kinds and generator is not None:
         raise _bad("generator", generator, f"{shape}: this loader has no generator state")
+    if kinds:
+        gap = _missing_key(generator[kinds[0]], current[kinds[0]])
+        if gap is not None:
+            raise _bad(
+                "generator", generator, f"a state of this loader's generator (missing {gap!r})"
+            )
+
+
+def _missing_key(saved: Any, current: Any) -> str | None:
+    """The first key of ``current`` (a generator's state, nested dicts) ``saved`` lacks."""
+    if not isinstance(current, dict) or not isinstance(saved, dict):
+        return None
+    for key, value in current.items():
+        if key not in saved:
+            return str(key)
+        inner = _missing_key(saved[key], value)
+        if inner is not None:
+            return inner
+    return None
 
 
 def _generator_state(saved: Any) -> GeneratorState:
@@ -248,10 +300,11 @@ def _restore(plan: LoaderPlan, saved: GeneratorState, field: Any) -> None:
     """Put the loader's generator back; any failure is the ``generator`` field's fault."""
     try:
         restore_generator(plan.seed_source, saved, "this loader")
-    except (TypeError, ValueError, KeyError, IndexError, StopIteration) as err:
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, StopIteration) as err:
+        why = f"it is missing {err}" if isinstance(err, KeyError) else repr(err)
         raise ValueError(
             f"state's generator must be a state of this loader's generator "
-            f"({type(plan.seed_source).__name__}), got {short_repr(field, 200)} ({err!r}); {_FIX}"
+            f"({type(plan.seed_source).__name__}), got {short_repr(field, 400)} ({why}); {_FIX}"
         ) from err
 
 
@@ -335,6 +388,30 @@ def _save_distributed(
     return state
 
 
+def _merged_as_rank_state(plan: LoaderPlan, merged: dict[str, Any]) -> dict[str, Any]:
+    """A loaded merged state as this rank's own state, as it saves before its first batch.
+
+    It must merge again with the states its peers save after theirs (``merge_states`` takes
+    one state per rank): a DistributedSampler's is this rank's position in the merged epoch
+    (its share, offset 0); a ShardedIterableDataset's holds the merged shard positions.
+    """
+    state = copy.deepcopy(merged)
+    if plan.iterable:
+        dataset: ShardedIterableDataset[Any] = plan.dataset  # mode "merged" is checked for it
+        state.update(sharded_fields(dataset, merged=False))
+        state.update(
+            num_workers=plan.num_workers, mode="worker_states" if plan.num_workers else "dataset"
+        )
+        if plan.num_workers:
+            state["sampler_state"] = merged_resume(plan, state["sampler_state"])
+        return state
+    target = _offset_target(plan.index_sampler)
+    if target is None:  # pragma: no cover - mode "merged" is checked for a DistributedSampler
+        raise RuntimeError("a merged state needs a DistributedSampler")
+    state.update(mode="offset", sampler_state=target[0].resume_state(None))
+    return state
+
+
 class ResumeTracker:
     """Owned by one DataLoader: the current epoch's progress, and saving and loading it."""
 
@@ -400,6 +477,10 @@ class ResumeTracker:
             try:
                 item = next(items)
             except StopIteration:
+                # Drawn to its end: an empty epoch (a rank's empty part of a split epoch) has
+                # begun too, so a save after prefetching it describes the next epoch, not this
+                # one afresh.
+                progress.started = True
                 return
             progress.started = True
             yield keyed(item, progress.key) if wrap and progress.key is not None else item
@@ -414,6 +495,8 @@ class ResumeTracker:
     def save(self, plan: LoaderPlan) -> dict[str, Any]:
         """Return the loader's state (see :meth:`stoker.data.DataLoader.state_dict`)."""
         if self._pending is not None:  # loaded, not iterated yet: the loaded state still holds
+            if self._pending["mode"] == "merged":
+                return _merged_as_rank_state(plan, self._pending)
             return copy.deepcopy(self._pending)
         progress = self.current
         state: dict[str, Any] = {"format": LOADER_STATE_FORMAT, "version": LOADER_STATE_VERSION}

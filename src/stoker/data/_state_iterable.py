@@ -24,7 +24,7 @@ from stoker.data._progress import EpochProgress
 from stoker.data._sharded import SHARDED_FORMAT, ShardedIterableDataset
 from stoker.data._stateful import is_stateful
 
-__all__ = ["check_worker_states", "merged_resume", "save_iterable"]
+__all__ = ["check_worker_states", "merged_resume", "save_iterable", "sharded_fields"]
 
 
 def save_iterable(
@@ -37,12 +37,7 @@ def save_iterable(
     dataset = plan.dataset
     workers = plan.num_workers
     if isinstance(dataset, ShardedIterableDataset):  # for merge_states: whose shards these are
-        state.update(
-            shard_format=SHARDED_FORMAT,
-            shards=len(dataset.shards),
-            rank=dataset.rank,
-            world_size=dataset.world_size,
-        )
+        state.update(sharded_fields(dataset, merged=False))
     stateful = is_stateful(dataset)
     if workers == 0 and stateful:
         state["mode"] = "dataset"
@@ -72,6 +67,17 @@ def save_iterable(
     return state
 
 
+def sharded_fields(dataset: ShardedIterableDataset[Any], *, merged: bool) -> dict[str, Any]:
+    """The fields a loader state over ``dataset`` holds: whose shards its positions are.
+
+    A merged state holds no rank or world size (it loads on any).
+    """
+    fields = {"shard_format": SHARDED_FORMAT, "shards": len(dataset.shards)}
+    if not merged:
+        fields.update(rank=dataset.rank, world_size=dataset.world_size)
+    return fields
+
+
 def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
     """Check a ``"worker_states"`` resume point against ``plan`` before it is used."""
     if not is_stateful(plan.dataset):
@@ -79,6 +85,17 @@ def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
             f"state holds per-worker dataset states but {type(plan.dataset).__name__} has no "
             "state_dict()/load_state_dict() (or a state_dict() that needs arguments); load it "
             "into a loader over the same dataset class"
+        )
+    missing = (
+        [k for k in ("workers", "next_worker", "exhausted") if k not in saved]
+        if isinstance(saved, dict)
+        else []
+    )
+    if missing:
+        raise ValueError(
+            f"state's sampler_state is missing {missing} (it holds one dataset state per worker "
+            f"({plan.num_workers}), a next_worker and an exhausted list), got {saved!r}; pass the "
+            "dict returned by DataLoader.state_dict()"
         )
     workers = saved.get("workers") if isinstance(saved, dict) else None
     if (

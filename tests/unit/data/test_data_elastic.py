@@ -14,6 +14,7 @@ from stoker.data._elastic import (
     plain_offsets,
     share_positions,
     split_remainder,
+    world_of,
 )
 
 
@@ -63,7 +64,51 @@ def test_from_json_refuses_malformed_sets(bad: object) -> None:
 def test_share_refuses_consumed_positions_past_its_total() -> None:
     """A share's consumed set must lie inside its epoch."""
     with pytest.raises(ValueError, match=r"must lie in range\(10\)"):
-        Share.from_json({"total": 10, "consumed": {"watermark": 11, "ranges": []}}, "share")
+        Share.from_json(
+            {"total": 10, "consumed": {"watermark": 11, "ranges": []}},
+            "share",
+            length=10,
+            drop_last=False,
+        )
+
+
+@pytest.mark.parametrize(
+    ("saved", "length", "drop_last", "message"),
+    [
+        ({"total": 16, "ranks": 4}, 30, False, "total must be 32, the positions of an epoch of 30"),
+        ({"total": 28, "ranks": 8}, 30, True, "total must be 24, the positions"),
+        ({"total": 10**12, "ranks": 4}, 30, False, "total must be 32, "),
+        ({"total": 16}, 30, False, "total must be the positions of an epoch of 30 samples on some"),
+        ({"total": 10}, 30, True, "total .* on some number of ranks .*got 10"),
+        ({"total": 32, "ranks": 0}, 30, False, "ranks .* must be an int >= 1, got 0"),
+        ({"total": 32, "ranks": True}, 30, False, "ranks .* must be an int >= 1, got True"),
+        ({"total": -1, "ranks": 4}, 30, False, "total must be an int >= 0, got -1"),
+    ],
+)
+def test_share_total_must_be_the_epochs_of_its_world(
+    saved: dict[str, int], length: int, drop_last: bool, message: str
+) -> None:
+    """A share's total is torch's total_size of the world that began the epoch: any other
+    value (or a total no world gives, in a share saved without its world) is refused."""
+    value = {**saved, "consumed": {"watermark": 0, "ranges": []}}
+    with pytest.raises(ValueError, match=f"share's {message}"):
+        Share.from_json(value, "share", length=length, drop_last=drop_last)
+
+
+@pytest.mark.parametrize("drop_last", [False, True])
+@pytest.mark.parametrize("length", [0, 1, 7, 30])
+def test_a_share_without_its_world_takes_one_that_gives_its_total(
+    length: int, drop_last: bool
+) -> None:
+    """world_of finds, for every total some world gives, a world giving it (and None else)."""
+    totals = {epoch_total(length, world, drop_last) for world in range(1, 3 * length + 5)}
+    for total in range(3 * length + 3):
+        world = world_of(total, length, drop_last)
+        if total in totals:
+            assert world is not None
+            assert epoch_total(length, world, drop_last) == total
+        else:
+            assert world is None
 
 
 @pytest.mark.parametrize("drop_last", [False, True])

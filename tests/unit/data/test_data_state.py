@@ -504,6 +504,19 @@ def test_each_bad_field_raises_a_value_error_naming_it_and_changes_nothing(
     assert _rest(loader) == _rest(reference)
 
 
+@pytest.mark.parametrize("loader", ["shuffled", "distributed"])
+def test_an_empty_sampler_state_says_which_key_is_missing_and_what_was_given(loader: str) -> None:
+    """sampler_state={} names the missing key and shows the dict given, not "got None"."""
+    make = _shuffled if loader == "shuffled" else LOADERS["distributed"]
+    source = make()
+    next(iter(source))
+    state = source.state_dict()
+    state["sampler_state"] = {}
+    with pytest.raises(ValueError, match=r"sampler_state is missing 'epoch', got \{\}") as caught:
+        make().load_state_dict(state)
+    assert "None" not in str(caught.value)
+
+
 def test_a_value_error_leaves_the_loader_generator_as_it_was() -> None:
     """A state whose generator loads but whose sampler_state is refused restores nothing."""
     state = _mid_epoch_state()
