@@ -187,6 +187,22 @@ class WorkerIter(LoaderIter):
         """The workers' process ids, by worker id (this process's, for thread workers)."""
         return self._pool.pids
 
+    # torch's private names for the same things, read by code written against torch's
+    # iterator (torch's own tests, trainers checking that workers ended): views, never setters
+
+    @property
+    def _workers(self) -> list[Any]:
+        """What runs each worker, by worker id, as torch's iterator lists its processes: the
+        ``multiprocessing.Process`` of each process worker (``is_alive()``, ``pid``,
+        ``exitcode``, ``join(timeout)``, ``terminate()``), the ``threading.Thread`` of each
+        thread worker. They stay listed after the workers stop, as in torch; a new list each
+        read, so changing it changes nothing."""
+        return self._pool.workers
+
+    def _shutdown_workers(self) -> None:
+        """torch's name for :meth:`close`: stop the workers and end the iteration."""
+        self.close()
+
     @property
     def last_worker_state(self) -> dict[int, Any]:
         """An IterableDataset's ``state_dict()`` per worker id, as of its last batch yielded.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import multiprocessing
 from multiprocessing.context import BaseContext
-from typing import Protocol
+from typing import Any, Protocol
 
 from stoker.data._workers.process import ProcessPool
 from stoker.data._workers.protocol import Command, Reply, Task, WorkerSetup
@@ -26,6 +26,12 @@ class WorkerPool(Protocol):
     @property
     def pids(self) -> list[int]:
         """Process ids of the workers, by worker id."""
+
+    @property
+    def workers(self) -> list[Any]:
+        """What runs each worker, by worker id: its ``multiprocessing.Process`` (``is_alive()``,
+        ``pid``, ``exitcode``, ``join(timeout)``, ``terminate()``, ``kill()``) or its
+        ``threading.Thread`` (``is_alive()``, ``join(timeout)``); a new list each call."""
 
     def send(self, worker_id: int, message: Task | Command) -> None:
         """Queue a message for one worker without blocking."""

@@ -336,6 +336,11 @@ class ProcessPool:
         """The worker processes' ids, by worker id."""
         return [int(p.pid) for p in self.processes]
 
+    @property
+    def workers(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), by worker id; a new list."""
+        return list(self.processes)
+
     def send(self, worker_id: int, message: Task | Command) -> None:
         """Send ``message`` to worker ``worker_id``; never blocks (see TaskPipe).
 

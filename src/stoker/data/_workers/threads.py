@@ -172,6 +172,11 @@ class ThreadPool:
         """The process id (this process) once per worker."""
         return [os.getpid()] * len(self.threads)
 
+    @property
+    def workers(self) -> list[threading.Thread]:
+        """The worker threads, by worker id; a new list."""
+        return list(self.threads)
+
     def send(self, worker_id: int, message: Task | Command) -> None:
         """Queue ``message`` for worker thread ``worker_id``."""
         self._tasks[worker_id].put(message)
