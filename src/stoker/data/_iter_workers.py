@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import os
 import resource
 import signal
 import time
@@ -109,9 +110,39 @@ _OUT_OF_FILES = (
 """torch's text for running out of file descriptors while talking to workers."""
 
 
-def _raise_if_out_of_files(err: OSError, doing: str) -> None:
-    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` is EMFILE."""
-    if err.errno != errno.EMFILE:
+_FD_MARGIN = 10
+"""Descriptors that must still be free for a failed receive not to count as running out of
+files (torch's margin in ``_try_get_data``)."""
+
+
+def _out_of_files(err: BaseException) -> bool:
+    """Tell whether ``err`` comes from this process running out of file descriptors.
+
+    EMFILE says so itself. Other failures may hide it: a tensor sent with torch's reductions
+    arrives as a descriptor, and ``recvmsg`` at the limit drops that descriptor, so unpickling
+    fails with ``RuntimeError: received 0 items of ancdata``. So, as torch does, any other error
+    counts when fewer than :data:`_FD_MARGIN` descriptors can be opened right after it.
+    """
+    if isinstance(err, OSError) and err.errno == errno.EMFILE:
+        return True
+    if not isinstance(err, Exception):
+        return False  # Ctrl-C, SystemExit
+    opened: list[int] = []
+    try:
+        for _ in range(_FD_MARGIN):
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as probe:
+        return probe.errno == errno.EMFILE
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return False
+
+
+def _raise_if_out_of_files(err: BaseException, doing: str) -> None:
+    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` comes from running
+    out of file descriptors (see :func:`_out_of_files`)."""
+    if not _out_of_files(err):
         return
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     raise RuntimeError(
@@ -436,8 +467,7 @@ class WorkerIter(LoaderIter):
                 # Ctrl-C (or SystemExit) while reading may leave a half-read message behind:
                 # this iterator cannot go on, so its workers stop now.
                 self.close()
-                if isinstance(err, OSError):
-                    _raise_if_out_of_files(err, "receiving a batch")
+                _raise_if_out_of_files(err, "receiving a batch")
                 raise
             self._stats.wait_seconds += time.perf_counter() - started
             for worker_id, reply in replies:
