@@ -71,10 +71,10 @@ from stoker.data._workers import (
     EXHAUSTED,
     FAILED,
     NO_STATE,
-    RESET,
     RESET_DONE,
     Meta,
     Reply,
+    Reset,
     Status,
     Task,
     WorkerSetup,
@@ -192,6 +192,8 @@ class WorkerIter(LoaderIter):
                 num_workers=plan.num_workers,
                 init_fn=plan.worker_init_fn,
                 resume_state=None if resume is None else resume["workers"][worker_id],
+                epoch_setup=plan.epoch_setup,
+                shared_seed=self._shared_seed,
             )
             for worker_id in range(plan.num_workers)
         ]
@@ -548,8 +550,9 @@ class WorkerIter(LoaderIter):
             raise RuntimeError(
                 "cannot reset a closed DataLoader iterator; call iter(loader) for a new one"
             )
+        reset = Reset(self._shared_seed)
         for worker_id in range(self._num_workers):
-            self._pool.send(worker_id, RESET)
+            self._pool.send(worker_id, reset)
         waiting = set(range(self._num_workers))
 
         def on_reply(worker_id: int, reply: Reply) -> None:

@@ -14,7 +14,7 @@ from multiprocessing.context import BaseContext
 from typing import Any, Protocol
 
 from stoker.data._workers.process import ProcessPool
-from stoker.data._workers.protocol import Command, Reply, Task, WorkerSetup
+from stoker.data._workers.protocol import Command, Reply, Reset, Task, WorkerSetup
 from stoker.data._workers.threads import ThreadPool
 
 __all__ = ["WorkerPool", "start_pool"]
@@ -33,7 +33,7 @@ class WorkerPool(Protocol):
         ``pid``, ``exitcode``, ``join(timeout)``, ``terminate()``, ``kill()``) or its
         ``threading.Thread`` (``is_alive()``, ``join(timeout)``); a new list each call."""
 
-    def send(self, worker_id: int, message: Task | Command) -> None:
+    def send(self, worker_id: int, message: Task | Reset | Command) -> None:
         """Queue a message for one worker without blocking."""
 
     def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:
