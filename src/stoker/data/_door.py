@@ -7,11 +7,12 @@ without per-index work) and torch's too (``isinstance`` holds, so trainers that 
 ``loader.sampler`` see a ``torch.utils.data.RandomSampler``) inside torch's exact
 ``BatchSampler``, and torch's own ``default_collate`` / ``default_convert`` (which the engine
 recognises, collating with stoker's NumPy path and handing out tensors). It says so by setting
-its ``_defaults`` class attribute to a :class:`LoaderDefaults`; every other difference (torch's
-global generator) the engine already makes through :mod:`stoker._torch`. The contract is this
-module: nothing else of stoker.data's private side is used outside it.
+its ``_defaults`` class attribute to a :class:`LoaderDefaults`, whose ``datasets`` (a
+:class:`DatasetAdapter`) takes in torch's datapipes as torch's DataLoader does; every other
+difference (torch's global generator) the engine already makes through :mod:`stoker._torch`.
+The contract is this module: nothing else of stoker.data's private side is used outside it.
 """
 
-from stoker.data._loader import LoaderDefaults
+from stoker.data._loader import DatasetAdapter, LoaderDefaults
 
-__all__ = ["LoaderDefaults"]
+__all__ = ["DatasetAdapter", "LoaderDefaults"]

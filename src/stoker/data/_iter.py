@@ -5,7 +5,9 @@ the resume tracker, draw the base seed from the loader's generator (once per ite
 creating the sampler's iterator, in torch's order, so a shared generator advances the same
 way), count batches, warn when an IterableDataset yields more batches than ``len(loader)`` said,
 finish each batch in this process (tensors for torch's collation) and pin memory
-(:mod:`stoker.data._pin`), and ``close()`` / context-manager support. It works from
+(:mod:`stoker.data._pin`), and ``close()`` / context-manager support. With an epoch setup in
+the plan (the torch door's datapipes) that is seeded, each epoch first draws a seed shared by
+every copy of the dataset, before anything else, as torch draws it. It works from
 the loader's :class:`~stoker.data._plan.LoaderPlan`, never from the loader itself.
 :class:`InProcessIter` fetches in the calling thread through the same fetch path the workers
 use; the iterator with workers is :class:`~stoker.data._iter_workers.WorkerIter`.
@@ -31,11 +33,19 @@ if TYPE_CHECKING:
 __all__ = ["InProcessIter", "LoaderIter"]
 
 
+def _draw_shared_seed(plan: LoaderPlan) -> int | None:
+    """The epoch's seed shared by every copy of the dataset, when the plan's epoch setup asks
+    for one (drawn from the loader's generator), else None (nothing drawn)."""
+    setup = plan.epoch_setup
+    return draw_seed(plan.seed_source) if setup is not None and setup.seeded else None
+
+
 class LoaderIter:
     """Base of the loader's iterators: sampler, seed, counting, pinning, closing."""
 
     def __init__(self, plan: LoaderPlan, tracker: ResumeTracker) -> None:
         """Open an epoch of ``plan`` with the loader's resume ``tracker``."""
+        self._shared_seed = _draw_shared_seed(plan)
         self._dataset = plan.dataset
         self._iterable = plan.iterable
         self._index_sampler = plan.index_sampler
@@ -104,6 +114,7 @@ class LoaderIter:
     def _reset(self, plan: LoaderPlan) -> None:
         """Start a new epoch of ``plan`` with the same iterator (persistent workers)."""
         self._progress, self._sampler_iter = self._tracker.open_epoch(plan, True)
+        self._shared_seed = _draw_shared_seed(plan)
         self._tracker.note_base_seed(self._progress, self._base_seed)
         self._num_yielded = 0
         self._len_reported = plan.len_reported
@@ -150,8 +161,11 @@ class InProcessIter(LoaderIter):
                 f"num_workers=0, got timeout={self._timeout!r}; the "
                 "timeout bounds the wait for a worker's batch, so set num_workers > 0 or timeout=0"
             )
+        dataset = plan.dataset
+        if plan.epoch_setup is not None:
+            dataset = plan.epoch_setup.prepare(dataset, self._shared_seed, 0, 1)
         self._fetcher = make_fetcher(
-            plan.dataset,
+            dataset,
             iterable=plan.iterable,
             auto_collation=plan.auto_collation,
             collate_fn=plan.collate_fn,

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import errno
 import itertools
+import os
 import resource
 import signal
 import time
@@ -70,10 +71,10 @@ from stoker.data._workers import (
     EXHAUSTED,
     FAILED,
     NO_STATE,
-    RESET,
     RESET_DONE,
     Meta,
     Reply,
+    Reset,
     Status,
     Task,
     WorkerSetup,
@@ -109,9 +110,39 @@ _OUT_OF_FILES = (
 """torch's text for running out of file descriptors while talking to workers."""
 
 
-def _raise_if_out_of_files(err: OSError, doing: str) -> None:
-    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` is EMFILE."""
-    if err.errno != errno.EMFILE:
+_FD_MARGIN = 10
+"""Descriptors that must still be free for a failed receive not to count as running out of
+files (torch's margin in ``_try_get_data``)."""
+
+
+def _out_of_files(err: BaseException) -> bool:
+    """Tell whether ``err`` comes from this process running out of file descriptors.
+
+    EMFILE says so itself. Other failures may hide it: a tensor sent with torch's reductions
+    arrives as a descriptor, and ``recvmsg`` at the limit drops that descriptor, so unpickling
+    fails with ``RuntimeError: received 0 items of ancdata``. So, as torch does, any other error
+    counts when fewer than :data:`_FD_MARGIN` descriptors can be opened right after it.
+    """
+    if isinstance(err, OSError) and err.errno == errno.EMFILE:
+        return True
+    if not isinstance(err, Exception):
+        return False  # Ctrl-C, SystemExit
+    opened: list[int] = []
+    try:
+        for _ in range(_FD_MARGIN):
+            opened.append(os.open(os.devnull, os.O_RDONLY))
+    except OSError as probe:
+        return probe.errno == errno.EMFILE
+    finally:
+        for fd in opened:
+            os.close(fd)
+    return False
+
+
+def _raise_if_out_of_files(err: BaseException, doing: str) -> None:
+    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` comes from running
+    out of file descriptors (see :func:`_out_of_files`)."""
+    if not _out_of_files(err):
         return
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     raise RuntimeError(
@@ -161,6 +192,8 @@ class WorkerIter(LoaderIter):
                 num_workers=plan.num_workers,
                 init_fn=plan.worker_init_fn,
                 resume_state=None if resume is None else resume["workers"][worker_id],
+                epoch_setup=plan.epoch_setup,
+                shared_seed=self._shared_seed,
             )
             for worker_id in range(plan.num_workers)
         ]
@@ -186,6 +219,22 @@ class WorkerIter(LoaderIter):
     def worker_pids(self) -> list[int]:
         """The workers' process ids, by worker id (this process's, for thread workers)."""
         return self._pool.pids
+
+    # torch's private names for the same things, read by code written against torch's
+    # iterator (torch's own tests, trainers checking that workers ended): views, never setters
+
+    @property
+    def _workers(self) -> list[Any]:
+        """What runs each worker, by worker id, as torch's iterator lists its processes: the
+        ``multiprocessing.Process`` of each process worker (``is_alive()``, ``pid``,
+        ``exitcode``, ``join(timeout)``, ``terminate()``), the ``threading.Thread`` of each
+        thread worker. They stay listed after the workers stop, as in torch; a new list each
+        read, so changing it changes nothing."""
+        return self._pool.workers
+
+    def _shutdown_workers(self) -> None:
+        """torch's name for :meth:`close`: stop the workers and end the iteration."""
+        self.close()
 
     @property
     def last_worker_state(self) -> dict[int, Any]:
@@ -420,8 +469,7 @@ class WorkerIter(LoaderIter):
                 # Ctrl-C (or SystemExit) while reading may leave a half-read message behind:
                 # this iterator cannot go on, so its workers stop now.
                 self.close()
-                if isinstance(err, OSError):
-                    _raise_if_out_of_files(err, "receiving a batch")
+                _raise_if_out_of_files(err, "receiving a batch")
                 raise
             self._stats.wait_seconds += time.perf_counter() - started
             for worker_id, reply in replies:
@@ -502,8 +550,9 @@ class WorkerIter(LoaderIter):
             raise RuntimeError(
                 "cannot reset a closed DataLoader iterator; call iter(loader) for a new one"
             )
+        reset = Reset(self._shared_seed)
         for worker_id in range(self._num_workers):
-            self._pool.send(worker_id, RESET)
+            self._pool.send(worker_id, reset)
         waiting = set(range(self._num_workers))
 
         def on_reply(worker_id: int, reply: Reply) -> None:

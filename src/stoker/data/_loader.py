@@ -40,6 +40,7 @@ from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
 from stoker.data._sampler_random import RandomSampler
 from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
+from stoker.data._workers import EpochSetup
 
 if TYPE_CHECKING:
     from typing_extensions import Self
@@ -50,7 +51,7 @@ if TYPE_CHECKING:
 else:
     T_co = TypeVar("T_co", covariant=True)
 
-__all__ = ["DataLoader", "LoaderDefaults"]
+__all__ = ["DataLoader", "DatasetAdapter", "LoaderDefaults"]
 
 _FROZEN = frozenset(
     ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset", "persistent_workers")
@@ -70,12 +71,26 @@ class _EndlessSampler(Sampler[None]):
         return itertools.repeat(None)  # C-level: batching it costs almost nothing
 
 
+class DatasetAdapter(Protocol):
+    """How a loader takes in datasets of kinds that need more than the dataset protocols: the
+    torch door's for torch's datapipes, which torch's DataLoader wraps, shuffles, seeds and
+    shards."""
+
+    def adopt(self, dataset: Any, shuffle: bool | None) -> tuple[Any, bool | None]:
+        """Return the dataset the loader keeps and the ``shuffle`` left for it to check."""
+
+    def epoch_setup(self, dataset: Any) -> EpochSetup | None:
+        """How each copy of the (adopted) ``dataset`` is made ready for an epoch, or None;
+        asked for every iteration's plan, in the main process."""
+
+
 class LoaderDefaults(NamedTuple):
     """What a DataLoader builds when it is given no sampler, batch sampler or collate_fn.
 
     ``random(dataset, generator=generator)`` with ``shuffle=True``, ``sequential(dataset)``
     otherwise, ``batch(sampler, batch_size, drop_last)`` for automatic batching, and ``collate``
-    (with automatic batching) or ``convert`` (without) as the collate function. A subclass (the
+    (with automatic batching) or ``convert`` (without) as the collate function; ``datasets``
+    adopts datasets of special kinds (None: every dataset is taken as it is). A subclass (the
     torch door, through :mod:`stoker.data._door`) sets its own.
     """
 
@@ -84,6 +99,7 @@ class LoaderDefaults(NamedTuple):
     batch: Callable[..., Any]
     collate: Callable[[Any], Any]
     convert: Callable[[Any], Any]
+    datasets: DatasetAdapter | None = None
 
 
 def _tensors(batch: Any) -> Any:
@@ -237,6 +253,9 @@ class DataLoader(Generic[T_co]):
                 "persistent_workers=False"
             )
 
+        adapter = self._defaults.datasets
+        if adapter is not None:
+            dataset, shuffle = adapter.adopt(dataset, shuffle)
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -382,6 +401,7 @@ class DataLoader(Generic[T_co]):
                 index_sampler.sampler, index_sampler.batch_size, index_sampler.drop_last
             )
         collate_fn, finish = self.collate_fn, None
+        adapter = self._defaults.datasets
         torch_collation = _torch.batch_collation(collate_fn)
         if torch_collation is not None:
             # torch's batches from stoker's collation: the same values, then tensors
@@ -410,6 +430,7 @@ class DataLoader(Generic[T_co]):
             pin_memory_device=self.pin_memory_device,
             seed_source=self._seed_source,
             len_reported=self._iterable_len_reported,
+            epoch_setup=None if adapter is None else adapter.epoch_setup(self.dataset),
         )
 
     def _get_iterator(self) -> LoaderIter:

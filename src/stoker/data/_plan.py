@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from multiprocessing.context import BaseContext
 from typing import Any
 
+from stoker.data._workers import EpochSetup
+
 __all__ = ["LoaderPlan"]
 
 
@@ -51,6 +53,9 @@ class LoaderPlan:
         pin_memory_device: the (ignored) device argument, kept for its warning.
         seed_source: the resolved ``generator=`` each iterator draws its base seed from.
         len_reported: ``len(loader)`` as last reported for an IterableDataset, or None.
+        epoch_setup: how each copy of the dataset is made ready for an epoch, and whether each
+            epoch draws a seed shared by the copies (torch's datapipes through the door; see
+            :class:`~stoker.data._workers.protocol.EpochSetup`); None for other datasets.
     """
 
     dataset: Any
@@ -75,3 +80,4 @@ class LoaderPlan:
     pin_memory_device: str
     seed_source: Any
     len_reported: int | None
+    epoch_setup: EpochSetup | None = None

@@ -164,3 +164,34 @@ except RuntimeError as err:
     )
     assert OUT_OF_FILES in result.stdout, result.stdout + result.stderr
     assert "limit of" in result.stdout
+
+
+@pytest.mark.parametrize("module", ["torch.utils.data", "stoker.torch.data"])
+def test_tensors_kept_past_the_file_limit_give_torchs_ulimit_advice(module: str) -> None:
+    """Tensors a dataset returns travel by torch's reductions, a descriptor each; keeping every
+    batch alive under a limit of 100 open files makes the receive fail (``recvmsg`` drops the
+    descriptor: "received 0 items of ancdata", no EMFILE), and the error is torch's RuntimeError
+    with its ``ulimit -n`` advice, for torch's loader and the door alike (torch's
+    test_fd_limit_exceeded)."""
+    code = f"""
+import resource
+import torch
+import {module} as data
+
+class Tensors(torch.utils.data.IterableDataset):
+    def __iter__(self):
+        return (torch.randn(2, 2) for _ in range(200))
+
+kept = []
+resource.setrlimit(resource.RLIMIT_NOFILE, (100, 100))
+try:
+    for batch in data.DataLoader(Tensors(), multiprocessing_context="fork", num_workers=1):
+        kept.append(batch)
+except RuntimeError as err:
+    print(err)
+print("kept", len(kept))
+"""
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert OUT_OF_FILES in result.stdout, result.stdout + result.stderr

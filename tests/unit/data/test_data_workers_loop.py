@@ -20,6 +20,7 @@ from stoker.data._workers.protocol import (
     STOP,
     Command,
     Reply,
+    Reset,
     Task,
     WorkerSetup,
 )
@@ -35,8 +36,8 @@ class FakeHost:
     worker_method = "fake"
 
     def __init__(self, messages: list[Any], fail_sends: list[BaseException] | None = None) -> None:
-        self.messages: list[Task | Command] = [
-            Task(*message) if isinstance(message, tuple) else message for message in messages
+        self.messages: list[Task | Reset | Command] = [
+            Task(*message) if type(message) is tuple else message for message in messages
         ]
         self.replies: list[tuple[int, int, Any]] = []
         self.fail_sends = list(fail_sends or [])
@@ -55,7 +56,7 @@ class FakeHost:
     def prepare_collate(self, collate_fn: Any) -> Any:
         return collate_fn
 
-    def receive(self) -> Task | Command:
+    def receive(self) -> Task | Reset | Command:
         return self.messages.pop(0) if self.messages else STOP
 
     def send(self, reply: Reply) -> None:
@@ -170,3 +171,37 @@ def test_failure_capture_survives_array_indices_and_unprintable_errors() -> None
     worker_loop(_setup(Odd(2)), odd)
     assert odd.replies[0][1] == FAILED
     assert "cannot be printed" in odd.replies[0][2].message
+
+
+class RecordingEpochSetup:
+    """An epoch setup that records each ``prepare`` call and marks the dataset it hands on."""
+
+    seeded = True
+
+    def __init__(self, calls: list[Any]) -> None:
+        self.calls = calls
+
+    def prepare(self, dataset: Any, shared_seed: int | None, copy_id: int, copies: int) -> Any:
+        self.calls.append(("prepare", shared_seed, copy_id, copies))
+        dataset.offset = shared_seed
+        return dataset
+
+
+def test_an_epoch_setup_prepares_the_dataset_each_epoch_with_its_shared_seed() -> None:
+    """The epoch setup runs before worker_init_fn with the setup's shared seed and as this
+    worker (1 of 2), and again at each Reset with that Reset's seed, before the new
+    iter(dataset): the replica then iterates what prepare made of it."""
+    calls: list[Any] = []
+
+    class Offset(Counting):
+        offset: int | None = None
+
+        def __iter__(self) -> Any:
+            return (value + (self.offset or 0) for value in super().__iter__())
+
+    setup = _setup(Offset(2), iterable=True, init_fn=lambda worker: calls.append(("init", worker)))
+    setup = setup._replace(epoch_setup=RecordingEpochSetup(calls), shared_seed=100)
+    host = FakeHost([(0, [None] * 3), Reset(200), (0, [None] * 3)])
+    worker_loop(setup, host)
+    assert calls == [("prepare", 100, 1, 2), ("init", 1), ("prepare", 200, 1, 2)]
+    assert host.replies == [(0, BATCH, [100, 101]), (-1, RESET_DONE, None), (0, BATCH, [200, 201])]

@@ -15,6 +15,7 @@ from stoker.data._workers.protocol import (
     Command,
     Meta,
     Reply,
+    Reset,
     Status,
     Task,
 )
@@ -30,8 +31,18 @@ from stoker.data._workers.protocol import (
         Reply(-1, Status.RESET_DONE, None, Meta()),
         STOP,
         RESET,
+        Reset(2**62 + 5),
     ],
-    ids=["task", "task-no-slabs", "reply", "reply-state-none", "reply-no-state", "stop", "reset"],
+    ids=[
+        "task",
+        "task-no-slabs",
+        "reply",
+        "reply-state-none",
+        "reply-no-state",
+        "stop",
+        "reset",
+        "reset-seeded",
+    ],
 )
 def test_messages_pickle_to_equal_messages_of_the_same_type(message: Any) -> None:
     """A message crossing a pipe arrives equal, with its type; enum members stay singletons."""

@@ -6,13 +6,18 @@ seeds are installed, and whether batches are collated into the transport's own m
 process host is :class:`~stoker.data._workers.process.ProcessHost`, the thread host
 :class:`~stoker.data._workers.threads.ThreadHost`. The messages are those of
 :mod:`stoker.data._workers.protocol`: every :class:`~stoker.data._workers.protocol.Task` is
-answered exactly once, and so is every ``RESET``.
+answered exactly once, and so is every :class:`~stoker.data._workers.protocol.Reset`.
 
 For an IterableDataset whose replica defines a ``state_dict()`` callable without arguments, the
 loop calls it right after each batch (and after reporting the replica exhausted) and sends the
 result in ``Meta.worker_state``; a failing call travels as ``Meta.state_error`` instead of
 ending the worker. A replica resumed from a checkpoint gets its saved state through
 ``WorkerSetup.resume_state`` (see docs/design/resume.md).
+
+A ``WorkerSetup.epoch_setup`` prepares the worker's dataset for each epoch (the torch door's
+datapipes: their shuffle seed, shared by every worker, and this worker's shard) before
+``worker_init_fn`` in the first epoch and before ``iter(dataset)`` in every one, with the first
+epoch's ``WorkerSetup.shared_seed`` and each later epoch's ``Reset.shared_seed``.
 """
 
 from __future__ import annotations
@@ -31,11 +36,11 @@ from stoker.data._workers.protocol import (
     FAILED,
     NO_STATE,
     NO_TASK,
-    RESET,
     RESET_DONE,
     Command,
     Meta,
     Reply,
+    Reset,
     Status,
     Task,
     WorkerSetup,
@@ -58,7 +63,7 @@ class WorkerHost(Protocol):
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """Return the collate function to use (a transport may collate into its own memory)."""
 
-    def receive(self) -> Task | Command:
+    def receive(self) -> Task | Reset | Command:
         """Block until the next message; return ``STOP`` when the main process is gone."""
 
     def send(self, reply: Reply) -> None:
@@ -66,14 +71,25 @@ class WorkerHost(Protocol):
 
 
 def _start(
-    setup: WorkerSetup, dataset: Any, collate_fn: Callable[[Any], Any], *, first: bool
+    setup: WorkerSetup,
+    dataset: Any,
+    collate_fn: Callable[[Any], Any],
+    *,
+    first: bool,
+    shared_seed: int | None,
 ) -> tuple[Fetcher | None, WorkerFailure | None]:
-    """Run ``worker_init_fn`` and restore a saved state (first epoch only), create the fetcher.
+    """Prepare the dataset for the epoch, run ``worker_init_fn`` and restore a saved state
+    (first epoch only), create the fetcher.
 
     Failures are captured, not raised: they answer every task of the epoch.
     """
-    where = "in worker_init_fn"
+    where = "while preparing the dataset for the epoch"
     try:
+        if setup.epoch_setup is not None:
+            dataset = setup.epoch_setup.prepare(
+                dataset, shared_seed, setup.worker_id, setup.num_workers
+            )
+        where = "in worker_init_fn"
         if first and setup.init_fn is not None:
             setup.init_fn(setup.worker_id)
         if first and setup.resume_state is not None:
@@ -150,7 +166,9 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
     collate_fn = host.prepare_collate(setup.collate_fn)
     iterable = setup.iterable
     get_state = _state_getter(setup, info.dataset)
-    fetcher, failure = _start(setup, info.dataset, collate_fn, first=True)
+    fetcher, failure = _start(
+        setup, info.dataset, collate_fn, first=True, shared_seed=setup.shared_seed
+    )
     clock = time.perf_counter
     while True:
         message = host.receive()
@@ -179,8 +197,10 @@ def worker_loop(setup: WorkerSetup, host: WorkerHost) -> None:
                 except OSError:
                     return
             del payload
-        elif message is RESET:
-            fetcher, failure = _start(setup, info.dataset, collate_fn, first=False)
+        elif type(message) is Reset:
+            fetcher, failure = _start(
+                setup, info.dataset, collate_fn, first=False, shared_seed=message.shared_seed
+            )
             try:
                 host.send(Reply(NO_TASK, RESET_DONE, None, Meta()))
             except OSError:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import multiprocessing
 from multiprocessing.context import BaseContext
-from typing import Protocol
+from typing import Any, Protocol
 
 from stoker.data._workers.process import ProcessPool
-from stoker.data._workers.protocol import Command, Reply, Task, WorkerSetup
+from stoker.data._workers.protocol import Command, Reply, Reset, Task, WorkerSetup
 from stoker.data._workers.threads import ThreadPool
 
 __all__ = ["WorkerPool", "start_pool"]
@@ -27,7 +27,13 @@ class WorkerPool(Protocol):
     def pids(self) -> list[int]:
         """Process ids of the workers, by worker id."""
 
-    def send(self, worker_id: int, message: Task | Command) -> None:
+    @property
+    def workers(self) -> list[Any]:
+        """What runs each worker, by worker id: its ``multiprocessing.Process`` (``is_alive()``,
+        ``pid``, ``exitcode``, ``join(timeout)``, ``terminate()``, ``kill()``) or its
+        ``threading.Thread`` (``is_alive()``, ``join(timeout)``); a new list each call."""
+
+    def send(self, worker_id: int, message: Task | Reset | Command) -> None:
         """Queue a message for one worker without blocking."""
 
     def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:

@@ -66,7 +66,7 @@ from stoker.data._workers.info import (
     torch_answers_process,
 )
 from stoker.data._workers.loop import worker_loop
-from stoker.data._workers.protocol import STOP, Command, Reply, Task, WorkerSetup
+from stoker.data._workers.protocol import STOP, Command, Reply, Reset, Task, WorkerSetup
 from stoker.data._workers.shared_arrays import serves_every_process, tickets_dropped_on_error
 from stoker.data._workers.shm import sweep_orphans, unlink_owned, unlink_segments
 from stoker.data._workers.slabs import SlabReader, SlabWriter
@@ -136,9 +136,9 @@ class ProcessHost:
             if not self.parent_alive():
                 return STOP
 
-    def receive(self) -> Task | Command:
+    def receive(self) -> Task | Reset | Command:
         """Return the next task (taking back the slabs it releases) or command, or STOP."""
-        message: Task | Command = self.receive_raw()
+        message: Task | Reset | Command = self.receive_raw()
         if type(message) is Task:
             if message.released:
                 self.slabs.release(message.released)
@@ -325,7 +325,12 @@ class ProcessPool:
         """The worker processes' ids, by worker id."""
         return [int(p.pid) for p in self.processes]
 
-    def send(self, worker_id: int, message: Task | Command) -> None:
+    @property
+    def workers(self) -> list[Any]:
+        """The worker processes (``multiprocessing.Process``), by worker id; a new list."""
+        return list(self.processes)
+
+    def send(self, worker_id: int, message: Task | Reset | Command) -> None:
         """Send ``message`` to worker ``worker_id``; never blocks (see TaskPipe).
 
         A task takes along the slabs of that worker freed since the last one. The message is

@@ -9,16 +9,16 @@ From the main process to a worker, in this order:
 * :class:`Task` ``(task_id, index, released)`` for each batch: ``index`` is what the index
   sampler yielded, ``released`` the ids of shared-memory slabs the main process no longer uses
   (empty except with process workers);
-* :data:`RESET` (start a new epoch on persistent workers) and :data:`STOP`, both members of the
-  :class:`Command` enum.
+* :class:`Reset` ``(shared_seed)`` to start a new epoch on persistent workers (:data:`RESET`
+  when the epoch has no shared seed), and :data:`STOP`, a member of the :class:`Command` enum.
 
 From a worker, exactly one :class:`Reply` ``(task_id, status, payload, meta)`` per task, and one
-per :data:`RESET`; ``status`` is a :class:`Status`:
+per :class:`Reset`; ``status`` is a :class:`Status`:
 
 * :attr:`Status.BATCH`: ``payload`` is the batch;
 * :attr:`Status.FAILED`: ``payload`` is a :class:`~stoker.data._errors.WorkerFailure`;
 * :attr:`Status.EXHAUSTED`: the worker's IterableDataset replica has ended (``payload`` None);
-* :attr:`Status.RESET_DONE`: the answer to :data:`RESET` (``task_id`` is :data:`NO_TASK`);
+* :attr:`Status.RESET_DONE`: the answer to a :class:`Reset` (``task_id`` is :data:`NO_TASK`);
 * :attr:`Status.ENDED`: left by a worker *thread* whose loop returned, so that the main
   process notices the end as it notices a dead process.
 
@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from stoker.data._errors import WorkerFailure
 
@@ -46,9 +46,11 @@ __all__ = [
     "RESET_DONE",
     "STOP",
     "Command",
+    "EpochSetup",
     "Meta",
     "NoState",
     "Reply",
+    "Reset",
     "Status",
     "Task",
     "WorkerSetup",
@@ -79,7 +81,6 @@ ENDED = Status.ENDED
 class Command(enum.Enum):
     """A message to a worker that is not a task."""
 
-    RESET = "reset"
     STOP = "stop"
 
     def __reduce_ex__(self, protocol: object) -> str:  # type: ignore[override]  # a global name
@@ -87,8 +88,18 @@ class Command(enum.Enum):
         return self.name
 
 
-RESET = Command.RESET
-"""Start a new epoch with the same worker (persistent workers); answered by RESET_DONE."""
+class Reset(NamedTuple):
+    """Start a new epoch with the same worker (persistent workers); answered by RESET_DONE.
+
+    ``shared_seed`` is the new epoch's seed shared by every worker, handed to
+    :meth:`EpochSetup.prepare` (None when the loader has no seeded epoch setup).
+    """
+
+    shared_seed: int | None = None
+
+
+RESET = Reset()
+"""A :class:`Reset` without a shared seed."""
 
 STOP = Command.STOP
 """End the worker loop (never answered). A process worker also stops when its pipe closes."""
@@ -113,6 +124,22 @@ NO_TASK = -1
 """The ``task_id`` of replies that answer no task (RESET_DONE, ENDED)."""
 
 
+class EpochSetup(Protocol):
+    """How every copy of a dataset is made ready for an epoch (the torch door's datapipes).
+
+    It is picklable and travels in :class:`WorkerSetup`. When :attr:`seeded`, the main process
+    draws one *shared seed* per epoch from the loader's generator, the same for every copy.
+    """
+
+    @property
+    def seeded(self) -> bool:
+        """Whether each epoch draws a seed shared by every copy of the dataset."""
+
+    def prepare(self, dataset: Any, shared_seed: int | None, copy_id: int, copies: int) -> Any:
+        """Make ``dataset`` (copy ``copy_id`` of ``copies``: a worker, or the only one without
+        workers) ready for the epoch; return the dataset to iterate."""
+
+
 class WorkerSetup(NamedTuple):
     """Everything a worker needs, sent once when it starts.
 
@@ -129,6 +156,10 @@ class WorkerSetup(NamedTuple):
         resume_state: an IterableDataset replica's saved state: handed to its
             ``load_state_dict()`` once, after ``worker_init_fn`` and before the first
             ``iter(dataset)``; None starts the replica afresh.
+        epoch_setup: prepares the dataset for each epoch, before ``worker_init_fn`` in the
+            first (see :class:`EpochSetup`); None leaves it as it is.
+        shared_seed: the first epoch's shared seed for ``epoch_setup`` (later epochs' come
+            with their :class:`Reset`).
     """
 
     dataset: Any
@@ -141,6 +172,8 @@ class WorkerSetup(NamedTuple):
     num_workers: int
     init_fn: Callable[[int], None] | None
     resume_state: Any = None
+    epoch_setup: EpochSetup | None = None
+    shared_seed: int | None = None
 
 
 class Task(NamedTuple):

@@ -56,6 +56,7 @@ from stoker.data._workers.protocol import (
     Command,
     Meta,
     Reply,
+    Reset,
     Task,
     WorkerSetup,
 )
@@ -77,7 +78,7 @@ class ThreadHost:
     worker_method = "threading"
 
     def __init__(
-        self, worker_id: int, tasks: queue.Queue[Task | Command], results: _Results
+        self, worker_id: int, tasks: queue.Queue[Task | Reset | Command], results: _Results
     ) -> None:
         self._worker_id = worker_id
         self._tasks = tasks
@@ -114,9 +115,9 @@ class ThreadHost:
 
         return collate_and_keep
 
-    def receive(self) -> Task | Command:
+    def receive(self) -> Task | Reset | Command:
         """Return the next message (blocks; the pool always ends with STOP)."""
-        message: Task | Command = self._tasks.get()
+        message: Task | Reset | Command = self._tasks.get()
         return message
 
     def send(self, reply: Reply) -> None:
@@ -145,7 +146,7 @@ class ThreadPool:
     def __init__(self, setups: list[WorkerSetup]) -> None:
         """Start one daemon thread per setup."""
         self._results: _Results = queue.Queue()
-        self._tasks: list[queue.Queue[Task | Command]] = []
+        self._tasks: list[queue.Queue[Task | Reset | Command]] = []
         self.threads: list[threading.Thread] = []
         self._stopping = False
         self._ended: set[int] = set()
@@ -155,7 +156,7 @@ class ThreadPool:
         self.slabs_in_use = 0
         for shared in setups:
             setup = shared._replace(dataset=_own_copy(shared.dataset))
-            tasks: queue.Queue[Task | Command] = queue.Queue()
+            tasks: queue.Queue[Task | Reset | Command] = queue.Queue()
             host = ThreadHost(setup.worker_id, tasks, self._results)
             thread = threading.Thread(
                 target=_thread_main,
@@ -172,7 +173,12 @@ class ThreadPool:
         """The process id (this process) once per worker."""
         return [os.getpid()] * len(self.threads)
 
-    def send(self, worker_id: int, message: Task | Command) -> None:
+    @property
+    def workers(self) -> list[threading.Thread]:
+        """The worker threads, by worker id; a new list."""
+        return list(self.threads)
+
+    def send(self, worker_id: int, message: Task | Reset | Command) -> None:
         """Queue ``message`` for worker thread ``worker_id``."""
         self._tasks[worker_id].put(message)
 

@@ -14,7 +14,9 @@ What makes the batches and the randomness torch's:
 * ``generator=None`` draws from torch's global generator, as torch draws (a base seed per
   iterator, then the sampler's seed), because the program has imported torch;
 * with no sampler given, the samplers are the door's (stoker's and torch's at once) inside
-  torch's exact ``BatchSampler``, as torch builds them.
+  torch's exact ``BatchSampler``, as torch builds them;
+* torch's datapipes are wrapped, shuffled, seeded each epoch and sharded per worker as torch's
+  loader does (:mod:`stoker.torch.data._datapipes`).
 
 Re-instantiation works the way trainers do it: every ``__init__`` parameter a loader was given
 is an attribute of the same name (``worker_type`` included), so
@@ -31,6 +33,7 @@ import torch.utils.data.dataloader as torch_dataloader
 
 import stoker.data as stoker_data
 from stoker.data._door import LoaderDefaults
+from stoker.torch.data._datapipes import DataPipes
 from stoker.torch.data._samplers import RandomSampler, SequentialSampler
 
 __all__ = ["DataLoader"]
@@ -82,6 +85,7 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
         torch_data.BatchSampler,
         torch_data.default_collate,
         torch_data.default_convert,
+        DataPipes(),
     )
     # torch's attribute, read by code written against torch: len(dataset) of an
     # IterableDataset as the last len(loader) saw it (torch annotates it as None)
