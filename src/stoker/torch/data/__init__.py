@@ -11,7 +11,9 @@ thread workers (``worker_type="thread"``), ``state_dict()`` / ``load_state_dict(
 ``stats()``, :func:`sample_rng`, :func:`get_shard_info`, :class:`SharedMemoryFullError`,
 :func:`merge_states` and :class:`ShardedIterableDataset` (elastic resume), the compact
 containers (:func:`compact`, :class:`StringSequence`, :class:`BytesSequence`,
-:class:`RecordSequence`) and :class:`DatasetCopyWarning`.
+:class:`RecordSequence`), :class:`DatasetCopyWarning`, and :func:`patch_accelerate` (an
+explicit patch that makes accelerate, and so Hugging Face's ``Trainer``, build its loaders on
+stoker's engine).
 
 A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumPy batches, and
 no torch.
@@ -57,6 +59,7 @@ from stoker.data import (
     merge_states,
     sample_rng,
 )
+from stoker.torch.data._accelerate import patch_accelerate
 from stoker.torch.data._info import get_worker_info
 from stoker.torch.data._loader import DataLoader
 from stoker.torch.data._samplers import (
@@ -105,6 +108,7 @@ __all__ = [
     "guaranteed_datapipes_determinism",
     "merge_states",
     "non_deterministic",
+    "patch_accelerate",
     "random_split",
     "runtime_validation",
     "runtime_validation_disabled",
