@@ -19,6 +19,8 @@ A NumPy or JAX program imports :mod:`stoker.data` instead: the same loader, NumP
 no torch.
 """
 
+import contextlib
+
 from torch.utils.data import (
     BatchSampler,
     ChainDataset,
@@ -59,7 +61,6 @@ from stoker.data import (
     merge_states,
     sample_rng,
 )
-from stoker.torch.data._accelerate import patch_accelerate
 from stoker.torch.data._info import get_worker_info
 from stoker.torch.data._loader import DataLoader
 from stoker.torch.data._samplers import (
@@ -69,6 +70,18 @@ from stoker.torch.data._samplers import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
+
+
+def patch_accelerate() -> contextlib.AbstractContextManager[None]:
+    """Make accelerate build its loaders on stoker's engine (an explicit, reversible patch).
+
+    See :func:`stoker.torch.data._accelerate.patch_accelerate`, which this calls; that module is
+    imported only here, when the patch is asked for.
+    """
+    from stoker.torch.data._accelerate import patch_accelerate as patch  # noqa: PLC0415
+
+    return patch()
+
 
 __all__ = [
     "BatchSampler",
