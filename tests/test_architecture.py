@@ -23,7 +23,13 @@ TORCH_BOUNDARY = {"stoker._torch"}
 TORCH_DOORS = ("stoker.torch",)
 # A string that names a torch module, as in sys.modules.get("torch") or "torch.utils.data".
 _TORCH_MODULE_NAME = re.compile(r"torch(\.[A-Za-z_]\w*)*")
-PUBLIC_PACKAGES = ("stoker.cmp", "stoker.data", "stoker.tensorboard", "stoker.torch.data")
+PUBLIC_PACKAGES = (
+    "stoker.board",
+    "stoker.cmp",
+    "stoker.data",
+    "stoker.tensorboard",
+    "stoker.torch.data",
+)
 
 
 @dataclass(frozen=True)
@@ -208,6 +214,8 @@ def test_the_circle_finder_finds_a_circle() -> None:
 CROSS_PART_FACADES = {
     # the torch door subclasses stoker.data's DataLoader and names its default samplers
     ("stoker.torch.data", "stoker.data._door"),
+    # the board serves what the reader reads: runs read into TensorBoard's data model
+    ("stoker.board", "stoker.tensorboard._board"),
 }
 
 

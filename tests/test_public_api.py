@@ -10,6 +10,7 @@ import pytest
 
 PACKAGES = [
     "stoker",
+    "stoker.board",
     "stoker.cmp",
     "stoker.data",
     "stoker.morestrings",

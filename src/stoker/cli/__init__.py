@@ -33,13 +33,21 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     _commands.add_demo_parser(commands)
     _commands.add_logs_parser(commands)
+    _commands.add_board_parser(commands)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``stoker`` command on ``argv`` (default ``sys.argv[1:]``); return its exit code."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    passed: list[str] = []
+    if "board" in words and "--" in words[words.index("board") :]:
+        cut = words.index("--", words.index("board"))
+        words, passed = words[:cut], words[cut + 1 :]  # stoker board's flags for tensorboard
+    args = parser.parse_args(words)
+    if passed:
+        args.tensorboard_args = passed
     if args.command is None:
         parser.print_help(sys.stdout)
         return 0

@@ -152,6 +152,36 @@ def add_demo_parser(subparsers: Any) -> None:
     parser.set_defaults(func=Lazy("stoker.cli._demo", "main"))
 
 
+def add_board_parser(subparsers: Any) -> None:
+    """Register ``stoker board`` and its options on ``subparsers``."""
+    parser = subparsers.add_parser(
+        "board",
+        help="TensorBoard's page on stoker's reader (fast on big sweeps and S3)",
+        description=(
+            "Serve TensorBoard's own web page with its data read by stoker's reader: a gRPC "
+            "data server on a free port and TensorBoard's web server connected to it. "
+            "Arguments after -- go to tensorboard (e.g. -- --samples_per_plugin scalars=5000)."
+        ),
+    )
+    parser.add_argument("logdir", help="log directory, event file, or URL (s3://bucket/prefix)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to serve on (127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int_option(1, 65535), default=6006, help="TensorBoard's port (6006)"
+    )
+    parser.add_argument(
+        "--reload-interval",
+        type=float_option(0, 86400),
+        default=5.0,
+        help="seconds between reads of new data, 0 for none (5)",
+    )
+    parser.add_argument(
+        "--data-server-only",
+        action="store_true",
+        help="serve the data alone and print the --grpc_data_provider flag for tensorboard",
+    )
+    parser.set_defaults(func=Lazy("stoker.cli._board", "main"), tensorboard_args=[])
+
+
 def add_logs_parser(subparsers: Any) -> None:
     """Register ``logs`` and its subcommands ``ls``, ``show`` and ``export``.
 

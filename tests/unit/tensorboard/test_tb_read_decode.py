@@ -242,6 +242,20 @@ def test_broadcasting_up_to_the_limit_still_repeats_the_last_value(tmp_path: Pat
     assert event.value.tolist() == [1] + [5] * (MAX_BROADCAST_ELEMENTS - 1)
 
 
+def test_a_string_tensor_without_values_is_empty_strings(tmp_path: Path) -> None:
+    """A string tensor of shape [3] with no ``string_val`` decodes to three empty strings,
+    whether it is a plain tensor or the text plugin's (which once crashed the reader with an
+    AttributeError on integer zeros, found by the fuzz test)."""
+    tensor = {"dtype": pb.DT_STRING, "tensor_shape": {"dim": [{"size": 3}]}}
+    text = {"plugin_data": {"plugin_name": "text"}}
+    values = [{"tag": "t", "tensor": tensor}, {"tag": "x", "metadata": text, "tensor": tensor}]
+    reader = Reader(write_raw_events(tmp_path, [{"summary": {"value": values}}]))
+    (event,) = reader.tensors("t")
+    assert event.value.tolist() == [b"", b"", b""]
+    (text_event,) = reader.text("x")
+    assert text_event.value.tolist() == ["", "", ""]
+
+
 _TAGS = st.lists(
     st.text(st.characters(codec="utf-8"), min_size=0, max_size=12), min_size=1, max_size=4
 )

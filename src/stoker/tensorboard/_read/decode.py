@@ -147,6 +147,7 @@ class SummaryValue(NamedTuple):
         plugin_name: ``metadata.plugin_data.plugin_name`` or ``""`` when absent.
         plugin_content: ``metadata.plugin_data.content`` or ``b""``.
         has_metadata: Whether the value carried metadata.
+        metadata: The encoded ``SummaryMetadata`` (``b""`` when absent).
         kind: Name of the ``value`` oneof field present (``"simple_value"``, ``"image"``,
             ``"histo"``, ``"audio"``, ``"tensor"``), or ``""`` when none.
         payload: The float for ``simple_value``, else the encoded sub-message.
@@ -158,6 +159,7 @@ class SummaryValue(NamedTuple):
     has_metadata: bool
     kind: str
     payload: Any
+    metadata: bytes = b""
 
 
 def parse_event(data: bytes) -> ParsedEvent:
@@ -217,6 +219,7 @@ def parse_summary(data: bytes) -> list[SummaryValue]:
         node_name = ""
         plugin = ("", b"")
         has_metadata = False
+        metadata = b""
         kind = ""
         payload: Any = None
         for field, field_type, raw in iter_fields(raw_value):
@@ -227,12 +230,15 @@ def parse_summary(data: bytes) -> list[SummaryValue]:
             elif field == _METADATA and field_type == LEN:
                 plugin = _plugin_data(raw)
                 has_metadata = True
+                metadata = bytes(raw)
             elif field == _SIMPLE_VALUE and field_type == I32:
                 kind, payload = "simple_value", _FLOAT_AT(raw)[0]
             elif field in _ENCODED_VALUES and field_type == LEN:
                 kind, payload = _ENCODED_VALUES[field], bytes(raw)
         values.append(
-            SummaryValue(tag or node_name, plugin[0], plugin[1], has_metadata, kind, payload)
+            SummaryValue(
+                tag or node_name, plugin[0], plugin[1], has_metadata, kind, payload, metadata
+            )
         )
     return values
 
@@ -409,6 +415,10 @@ def _fill(values: np.ndarray[Any, Any], count: int, name: str, limit: int) -> np
             f"tensor claims {count} elements from {values.size} {name} values; broadcasting "
             f"makes at most {limit} elements for a tensor of this size"
         )
+    if values.size == 0 and values.dtype == object:  # strings: empty ones, as TensorFlow gives
+        empty = np.empty(count, dtype=object)
+        empty[:] = b""
+        return empty
     if values.size == 0:
         return np.zeros(count, dtype=values.dtype)
     return np.concatenate([values, np.full(count - values.size, values[-1], dtype=values.dtype)])

@@ -63,6 +63,7 @@ __all__ = [
     "check_root",
     "find_event_files",
     "pieces",
+    "read_record",
     "scan_records",
     "store_error",
 ]
@@ -304,6 +305,44 @@ def _open_binary(path: str) -> BinaryIO:
     if is_url(path):
         return open_binary(path)
     return _open_local(path)
+
+
+def read_record(path: str, offset: int) -> bytes:
+    """Return the data of the one record whose header is at ``offset`` of an event file.
+
+    For values kept as a place in a file rather than held (the board's images and audio). The
+    record is checked as a scan checks it: a record that is no longer there intact (the file
+    was truncated, replaced or damaged since it was read) is an error, never other bytes.
+
+    Raises:
+        FileRemovedError: If the file is gone.
+        EventFileError: If it cannot be read or holds no intact record at ``offset``.
+    """
+    try:
+        with _open_binary(path) as stream:
+            stream.seek(offset)
+            header = stream.read(HEADER_SIZE)
+            length = int.from_bytes(header[:8], "little") if len(header) == HEADER_SIZE else -1
+            size = stream.seek(0, os.SEEK_END)
+            if 0 <= length <= size - offset - HEADER_SIZE - FOOTER_SIZE:
+                stream.seek(offset + HEADER_SIZE)
+                found = scan(header + stream.read(length + FOOTER_SIZE)).records
+                if len(found) == 1 and found[0][0] == 0:
+                    return found[0][1]
+    except EventFileError:
+        raise
+    except FileNotFoundError as err:
+        raise FileRemovedError(path, offset, str(err)) from err
+    except OSError as err:
+        raise EventFileError(f"cannot read event file {path!r}: {err}") from err
+    except Exception as err:  # a store's own error types (fsspec backends)
+        if not is_url(path):
+            raise
+        raise store_error(path, err) from err
+    raise EventFileError(
+        f"{path!r} holds no intact record at offset {offset} any more; the file was "
+        "truncated, replaced or damaged after it was read"
+    )
 
 
 def scan_records(

@@ -139,6 +139,10 @@ class Reader:
         >>> loss.step, loss.value  # NumPy columns
     """
 
+    # Whether a run whose files are all gone stays with what was read of it (the Reader's
+    # promise) or goes (a subclass that follows a log dir for a page).
+    _keep_unlisted = True
+
     def __init__(
         self,
         path: str | os.PathLike[str],
@@ -181,10 +185,14 @@ class Reader:
                 a worker process dies while it holds runs.
         """
         known = set(self._runs)
-        for run, files in find_event_files(self.path, self._warned).items():
+        listed = find_event_files(self.path, self._warned)
+        if not self._keep_unlisted:
+            for run in known - set(listed):
+                del self._runs[run]
+        for run, files in listed.items():
             data = self._runs.get(run)
             if data is None:
-                data = self._runs[run] = RunData(run, self.purge)
+                data = self._runs[run] = self._new_run(run)
             for file in files:
                 if file not in data.files:
                     start = self._start.get(os.path.abspath(file), 0)
@@ -204,6 +212,10 @@ class Reader:
                 if data.name not in known and not data.files and not records:
                     del self._runs[data.name]  # removed, every file, before any was read
         return count
+
+    def _new_run(self, name: str) -> RunData:
+        """A new run's accumulator (a subclass reads runs into another model)."""
+        return RunData(name, self.purge)
 
     def positions(self) -> dict[str, FilePosition]:
         """Return where every file was left; pass it as ``positions=`` to resume there."""

@@ -185,10 +185,8 @@ class RunData:
         try:
             event = parse_event(data)
             values = parse_summary(event.payload) if event.what == "summary" else []
-            if event.what == "session_log" and self.purge:
-                status = SESSION_LOG.decode(event.payload).get("status", 0)
-                if status == SESSION_START:
-                    self._purge(event.step)
+            if event.what != "summary":
+                self._add_event(event)
             for summary_value in values:
                 self._add_value(summary_value, event)
         except WireError as err:
@@ -197,6 +195,13 @@ class RunData:
                 CorruptRecordWarning,
                 stacklevel=5,
             )
+
+    def _add_event(self, event: ParsedEvent) -> None:
+        """Take an event that holds no summary: a restart's ``SessionLog`` purges."""
+        if event.what == "session_log" and self.purge:
+            status = SESSION_LOG.decode(event.payload).get("status", 0)
+            if status == SESSION_START:
+                self._purge(event.step)
 
     def _column(self, tag: str) -> tuple[array[int], array[float], array[float]]:
         column = self.scalar_columns.get(tag)
