@@ -32,6 +32,8 @@ import contextlib
 import hashlib
 import json
 import math
+import subprocess
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -413,11 +415,23 @@ def _plugins_listing(client: _Client, *, projector_active: bool) -> None:
         time.sleep(0.25)
 
 
-def compare(a: Crawl, b: Crawl, *, per_route: int = 5) -> list[str]:
+# Routes whose lists follow the order a data provider lists tags in: the DataProvider API
+# returns dicts, and the Rust data server's order changes from one process to the next.
+PROVIDER_ORDER_ROUTES = frozenset({"GET /data/plugin/text/tags", "GET /data/plugin/mesh/meshes"})
+
+
+def compare(
+    a: Crawl, b: Crawl, *, per_route: int = 5, any_order: frozenset[str] = frozenset()
+) -> list[str]:
     """How crawl ``b`` differs from crawl ``a``, route by route, in readable lines.
 
-    At most ``per_route`` differences are listed for one route, then a count of the rest.
+    At most ``per_route`` differences are listed for one route, then a count of the rest. The
+    lists in the answers of the routes in ``any_order`` (``route_of`` names, such as
+    PROVIDER_ORDER_ROUTES) compare as multisets; by default every order counts.
     """
+    if any_order:
+        a = {key: _sorted_lists(key, answer, any_order) for key, answer in a.items()}
+        b = {key: _sorted_lists(key, answer, any_order) for key, answer in b.items()}
     lines: list[str] = []
     lines += [f"{key}: only in the first crawl" for key in a if key not in b]
     lines += [f"{key}: only in the second crawl" for key in b if key not in a]
@@ -436,6 +450,24 @@ def compare(a: Crawl, b: Crawl, *, per_route: int = 5) -> list[str]:
             shown.append(f"... and {len(differences) - per_route} more")
         lines += [f"{key}: {line}" for line in shown]
     return lines
+
+
+def _sorted_lists(key: str, answer: Answer, routes: frozenset[str]) -> Answer:
+    if route_of(key) not in routes:
+        return answer
+
+    def order(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {name: order(item) for name, item in value.items()}
+        if isinstance(value, list):
+            return sorted(
+                (order(item) for item in value),
+                key=lambda item: json.dumps(item, sort_keys=True, default=repr),
+            )
+        return value
+
+    status, kind, body = answer
+    return status, kind, order(body)
 
 
 def _differences(a: Any, b: Any, where: str, out: list[str]) -> None:
@@ -493,3 +525,51 @@ def route_counts(answers: Crawl) -> dict[str, int]:
     for key in answers:
         counts[route_of(key)] = counts.get(route_of(key), 0) + 1
     return dict(sorted(counts.items()))
+
+
+@contextlib.contextmanager
+def board_address(logdir: Path) -> Iterator[str]:
+    """Start stoker's data server on ``logdir``; yield its ``HOST:PORT``; stop it on exit.
+
+    The contract ``stoker.board`` keeps: ``DataServer(logdir, host=, port=0, reload_interval=)``
+    is a context manager that serves TensorBoard's ``TensorBoardDataProvider`` gRPC service on
+    a free port once entered, says where in ``address``, and stops serving on exit.
+    """
+    from stoker.board import DataServer
+
+    with DataServer(logdir, host="127.0.0.1", port=0, reload_interval=1.0) as server:
+        address: str = server.address
+        yield address
+
+
+@contextlib.contextmanager
+def rust_data_server(logdir: Path) -> Iterator[str]:
+    """TensorBoard's Rust data server, started alone on ``logdir``: a gRPC data provider like
+    the one ``stoker board`` serves, to check ``serve_with_provider`` on. Yields ``HOST:PORT``;
+    the server is killed and reaped on exit.
+
+    Raises:
+        RuntimeError: If it exits or writes no port within ``tb_server.READY_TIMEOUT``.
+    """
+    from tensorboard_data_server import server_binary
+
+    with tempfile.TemporaryDirectory() as scratch:
+        port_file = Path(scratch) / "port"
+        command = [
+            server_binary(), "--logdir", str(logdir), "--host", "127.0.0.1", "--port", "0",
+            "--port-file", str(port_file), "--reload", "1",
+        ]  # fmt: skip
+        with subprocess.Popen(
+            command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ) as process:
+            try:
+                deadline = time.monotonic() + tb_server.READY_TIMEOUT
+                while not (port_file.exists() and port_file.read_text().strip()):
+                    if process.poll() is not None or time.monotonic() > deadline:
+                        raise RuntimeError(
+                            f"the data server exited ({process.returncode}) or wrote no port"
+                        )
+                    time.sleep(0.1)
+                yield f"127.0.0.1:{int(port_file.read_text())}"
+            finally:
+                process.kill()

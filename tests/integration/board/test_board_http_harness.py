@@ -210,3 +210,19 @@ def test_rust_data_server_differences_are_reported(
     for line in differences:
         print("  " + line[:300])
     assert rust  # the crawl ran; what it found is information, not a verdict
+
+
+def test_serve_with_provider_reaches_a_grpc_data_provider(corpus: Path) -> None:
+    """TensorBoard's web server started by ``serve_with_provider`` on a gRPC data provider (the
+    Rust data server, started alone) answers as ``--load_fast=true``, which runs the same server
+    behind the same client: the plug-in point for ``stoker board`` works. The lists that follow
+    the provider's tag order compare in any order: that order changes with each Rust process."""
+    with board_http.serve_rust(corpus) as base:
+        expected = board_http.crawl(base)
+    with (
+        board_http.rust_data_server(corpus) as address,
+        board_http.serve_with_provider(corpus, address) as base,
+    ):
+        found = board_http.crawl(base)
+    any_order = board_http.PROVIDER_ORDER_ROUTES  # the Rust server's own order varies
+    assert board_http.compare(expected, found, any_order=any_order) == []
