@@ -7,13 +7,14 @@ import json
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 READY_TIMEOUT = 60.0
 DATA_TIMEOUT = 45.0
@@ -65,38 +66,52 @@ def serve(logdir: Path, *, load_fast: bool) -> Iterator[str]:
     Raises:
         RuntimeError: If the server exits or does not answer within READY_TIMEOUT.
     """
+    flags = ["--logdir", str(logdir), f"--load_fast={'true' if load_fast else 'false'}"]
+    with serve_flags(flags) as base:
+        yield base
+
+
+@contextlib.contextmanager
+def serve_flags(flags: list[str]) -> Iterator[str]:
+    """Run TensorBoard with ``flags`` on 127.0.0.1, a free port and a 1 s reload interval; yield
+    its base URL once ``/data/runs`` answers; terminate (then kill) and reap it on exit.
+
+    Raises:
+        RuntimeError: If the server exits or does not answer within READY_TIMEOUT.
+    """
     port = free_port()
     command = [
-        sys.executable, "-m", "tensorboard.main",
-        "--logdir", str(logdir), "--host", "127.0.0.1", "--port", str(port),
-        f"--load_fast={'true' if load_fast else 'false'}", "--reload_interval", "1",
+        sys.executable, "-m", "tensorboard.main", *flags,
+        "--host", "127.0.0.1", "--port", str(port), "--reload_interval", "1",
     ]  # fmt: skip
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            if process.poll() is not None:
-                stderr = process.stderr.read().decode() if process.stderr else ""
-                raise RuntimeError(
-                    f"tensorboard exited with {process.returncode}: {stderr[-2000:]}"
-                )
-            try:
-                get(base, "/data/runs")
-                break
-            except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(
-                        f"tensorboard did not answer within {READY_TIMEOUT} s"
-                    ) from err
-                time.sleep(0.25)
-        yield base
-    finally:
-        process.terminate()
+    # stderr goes to a file, not a pipe: a crawl of many routes must not fill a pipe nobody reads
+    # and block the server; the file's tail explains an early exit.
+    with tempfile.TemporaryFile() as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=stderr)
+        base = f"http://127.0.0.1:{port}"
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
-        if process.stderr:
-            process.stderr.close()
+            _wait_ready(process, base, stderr)
+            yield base
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+
+
+def _wait_ready(process: subprocess.Popen[bytes], base: str, stderr: IO[bytes]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            stderr.seek(0)
+            tail = stderr.read().decode(errors="replace")[-2000:]
+            raise RuntimeError(f"tensorboard exited with {process.returncode}: {tail}")
+        try:
+            get(base, "/data/runs")
+            return
+        except (urllib.error.URLError, ConnectionError, TimeoutError) as err:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"tensorboard did not answer within {READY_TIMEOUT} s") from err
+            time.sleep(0.25)
