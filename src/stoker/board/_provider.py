@@ -150,7 +150,7 @@ class _Filter:
             run = runs[name]
             matching = [
                 (tag, metadata)
-                for tag, metadata in sorted(run.series().items())
+                for tag, metadata in run.series().items()
                 if metadata.data_class == data_class
                 and metadata.plugin_name == self.plugin
                 and (self.tags is None or tag in self.tags)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+from array import array
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -185,16 +186,26 @@ class SeriesRun(RunData):
         # which decides how every later value of the tag is converted.
         self._initial: dict[str, tuple[str, int]] = {}
         self._where = ("", 0, 0)  # the event being taken: file, offset, next value's ordinal
+        self._seen: dict[str, None] = {}  # every tag, in the order of its first value
 
     def series(self) -> dict[str, SeriesMetadata]:
-        """Return tag to metadata for every series that can be served (known data class)."""
-        out = {tag: self.metadata.get(tag) or _scalar_metadata(tag) for tag in self.scalar_columns}
-        for kind in ("tensor", "blob"):
-            for tag in self.items[kind]:
-                metadata = self.metadata.get(tag)
-                if metadata is not None:
-                    out.setdefault(tag, metadata)
-        return {tag: metadata for tag, metadata in out.items() if metadata.data_class}
+        """Return tag to metadata for every series that can be served (known data class), in
+        the order the tags first appear in the run's files, as TensorBoard lists them."""
+        out = {}
+        for tag in self._seen:
+            metadata = self.metadata.get(tag)
+            if tag in self.scalar_columns:
+                metadata = metadata or _scalar_metadata(tag)
+            elif tag not in self.items["tensor"] and tag not in self.items["blob"]:
+                continue
+            if metadata is not None and metadata.data_class:
+                out[tag] = metadata
+        return out
+
+    def _column(self, tag: str) -> tuple[array[int], array[float], array[float]]:
+        """A scalar tag's columns; a new tag is noted in order of appearance."""
+        self._seen.setdefault(tag)
+        return super()._column(tag)
 
     def scalar_arrays(
         self, tag: str
@@ -225,6 +236,7 @@ class SeriesRun(RunData):
             self._add_event_blob(tag, TAGGED_RUN_METADATA_PLUGIN, event)
 
     def _add_event_blob(self, tag: str, plugin: str, event: ParsedEvent) -> None:
+        self._seen.setdefault(tag)
         if tag not in self._initial:
             self._initial[tag] = (plugin, BLOB_SEQUENCE)
             self.metadata[tag] = SeriesMetadata(plugin, b"", "", "", BLOB_SEQUENCE)
@@ -238,6 +250,7 @@ class SeriesRun(RunData):
         path, offset, ordinal = self._where
         self._where = (path, offset, ordinal + 1)
         tag, kind = value.tag, value.kind
+        self._seen.setdefault(tag)
         if tag not in self._initial and tag not in self.scalar_columns:
             self._initial[tag] = _initial(value)
         if tag in self.scalar_columns:
