@@ -48,7 +48,14 @@ from stoker.tensorboard._board import (
     read_blob,
 )
 
-__all__ = ["BLOB_CHUNK_BYTES", "Provider", "RequestError", "blob_key", "downsample_indices"]
+__all__ = [
+    "BLOB_CHUNK_BYTES",
+    "Provider",
+    "RequestError",
+    "blob_key",
+    "downsample_indices",
+    "parse_blob_key",
+]
 
 BLOB_CHUNK_BYTES = 1 << 20
 """Most bytes of a blob sent in one ``ReadBlobResponse`` of the stream."""
@@ -112,7 +119,7 @@ def blob_key(experiment: str, plugin: str, run: str, tag: str, *, step: int, ind
     return base64.urlsafe_b64encode(text.encode("ascii")).decode("ascii").rstrip("=")
 
 
-def _parse_blob_key(key: str) -> tuple[str, str, int, int]:
+def parse_blob_key(key: str) -> tuple[str, str, int, int]:
     """Return the run, tag, step and index a blob key names, or raise INVALID_ARGUMENT."""
     try:
         fields = json.loads(base64.urlsafe_b64decode(key + "=" * (-len(key) % 4)))
@@ -376,7 +383,7 @@ class Provider:
             RequestError: INVALID_ARGUMENT for a malformed key, NOT_FOUND for one that names
                 no blob of the log dir.
         """
-        run_name, tag, step, index = _parse_blob_key(key)
+        run_name, tag, step, index = parse_blob_key(key)
         with self._lock:
             run = self._runs.get(run_name)
             metadata = run.series().get(tag) if run is not None else None

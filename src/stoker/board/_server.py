@@ -23,7 +23,7 @@ import grpc
 from tensorboard.data.proto import data_provider_pb2 as pb
 
 from stoker.board._provider import Provider, RequestError
-from stoker.tensorboard._board import EventFileError, SeriesLog
+from stoker.tensorboard._board import SeriesLog
 
 __all__ = ["SERVICE", "DataServer"]
 
@@ -187,7 +187,7 @@ class DataServer:
         while not self._stop.wait(self._interval):
             try:
                 self.provider.reload()  # corrupt records warn as the reader warns
-            except EventFileError as err:
+            except Exception as err:  # noqa: BLE001 - the store is down, a file unreadable: serve what was read
                 _LOG.warning("stoker board: reloading %s failed (%s); trying again in %g s",
                              self.provider.location, err, self._interval)  # fmt: skip
 
