@@ -187,7 +187,7 @@ class DataServer:
         while not self._stop.wait(self._interval):
             try:
                 self.provider.reload()  # corrupt records warn as the reader warns
-            except Exception as err:  # noqa: BLE001 - the store is down, a file unreadable: serve what was read
+            except Exception as err:  # the store is down, a file unreadable: serve what was read
                 _LOG.warning("stoker board: reloading %s failed (%s); trying again in %g s",
                              self.provider.location, err, self._interval)  # fmt: skip
 
