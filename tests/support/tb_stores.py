@@ -1,9 +1,15 @@
 """fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test;
-an environment without AWS credentials."""
+an environment without AWS credentials; a real S3-compatible server (moto's) on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar
@@ -92,3 +98,47 @@ def without_aws_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     s3fs.S3FileSystem.clear_instance_cache()
     yield
     s3fs.S3FileSystem.clear_instance_cache()
+
+
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+}
+
+
+@contextlib.contextmanager
+def moto_server(log: Path) -> Iterator[str]:
+    """Start moto's S3 server on a free port of 127.0.0.1; yield its URL once it answers
+    (within 30 s); stop and reap it on every way out. Its output goes to ``log``."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **S3_CREDENTIALS},
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"moto server exited with {server.returncode}: {log.read_text()}")
+            try:
+                with urllib.request.urlopen(f"{url}/moto-api/", timeout=1):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"moto server did not answer within 30 s: {log.read_text()}")
+                time.sleep(0.1)
+        yield url
+    finally:
+        server.terminate()
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(10)

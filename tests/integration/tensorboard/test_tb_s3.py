@@ -13,7 +13,6 @@ import subprocess
 import sys
 import textwrap
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import numpy as np
 import pytest
 from tb_loaders import tb_scalars
+from tb_stores import S3_CREDENTIALS, moto_server
 from tb_subprocess import reaped
 
 import stoker.tensorboard as stb
@@ -32,11 +32,7 @@ pytest.importorskip("moto.server")
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}
+CREDENTIALS = S3_CREDENTIALS
 _buckets = itertools.count()
 
 
@@ -49,37 +45,9 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """Start moto's S3 server on 127.0.0.1, wait (bounded) until it answers, stop it after."""
-    port = free_port()
-    log = tmp_path_factory.mktemp("moto") / "server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, **CREDENTIALS},
-        )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"moto server exited with {server.returncode}: {log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/moto-api/", timeout=1):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"moto server did not answer within 30 s: {log.read_text()}")
-                time.sleep(0.1)
+    """moto's S3 server on 127.0.0.1 for this module's tests."""
+    with moto_server(tmp_path_factory.mktemp("moto") / "server.log") as url:
         yield url
-    finally:
-        server.terminate()
-        try:
-            server.wait(10)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait(10)
 
 
 @pytest.fixture
