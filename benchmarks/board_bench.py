@@ -10,7 +10,8 @@ Servers, each with ``--samples_per_plugin scalars=N,images=M`` (N the points of 
 run, M the images of one run: TensorBoard keeps 1,000 scalars and 10 images of each series by
 default, and these flags make it keep all):
 
-* ``stoker board``: ``python -m stoker.cli board LOGDIR --host 127.0.0.1 --port P``: stoker's
+* ``stoker board``: ``python -m stoker.cli board LOGDIR --host 127.0.0.1 --port P --
+  --samples_per_plugin ...`` (flags after ``--`` go to TensorBoard's web server): stoker's
   reader behind a gRPC data provider, TensorBoard's web server started with
   ``--grpc_data_provider`` (rows say "not available" while ``stoker.board`` does not import);
 * TensorBoard's Rust data server: ``python -m tensorboard.main --logdir LOGDIR --load_fast=true``
@@ -355,9 +356,10 @@ def refresh(base: str, runs: list[str], counts: dict[str, int]) -> float:
 
 def commands(logdir: str, port: int, samples: str, s3: bool) -> dict[str, list[str] | None]:
     """Each server's command (None: not available here)."""
-    where = ["--host", "127.0.0.1", "--port", str(port), "--samples_per_plugin", samples]
-    tensorboard = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, *where]
-    board = [sys.executable, "-m", "stoker.cli", "board", logdir, *where]
+    where = ["--host", "127.0.0.1", "--port", str(port)]
+    keep = ["--samples_per_plugin", samples]
+    tensorboard = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir, *where, *keep]
+    board = [sys.executable, "-m", "stoker.cli", "board", logdir, *where, "--", *keep]
     return {
         STOKER: board if _board_available() else None,
         RUST: None if s3 else [*tensorboard, "--load_fast=true"],
