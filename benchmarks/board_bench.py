@@ -44,6 +44,17 @@ Scenarios (``--only``):
   environment: ``S3_ENDPOINT`` (TensorBoard's S3 file system without TensorFlow) and
   ``AWS_ENDPOINT_URL`` (botocore, under s3fs), with dummy credentials.
 
+* ``provider``: the data servers alone on the sweep, asked over gRPC by TensorBoard's own
+  client code (``GrpcDataProvider``) from this process, with no web server in between:
+  ``stoker board --data-server-only`` and TensorBoard's Rust data server binary
+  (``--samples-per-plugin scalars=all --reload once``). Loaded when one ``ReadScalars`` of
+  ``loss`` over every run returns every point; then a page refresh's questions, the median of
+  ``--refreshes``: ``ListPlugins``, ``ListRuns``, ``ListScalars`` of the scalars plugin, and one
+  ``ReadScalars`` per tag over every run downsampled to 1,000 points (what the Time Series
+  page's scalar cards ask through the web server, with TensorBoard's default sampling). This is
+  the data server's share of a refresh: TensorBoard's web server then turns every point into
+  JSON, the same work whichever server answered.
+
 Peak RSS is the largest sum of RSS over the server and all its descendants (the Rust server,
 stoker's data provider), sampled from ``/proc`` every 50 ms, loading and refreshes included.
 A server that has not loaded within ``--limit`` seconds is reported as "> limit". Requests are
@@ -57,6 +68,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import importlib.util
 import json
 import os
@@ -82,7 +94,7 @@ IMAGE_TAG = "samples"
 IMAGE_SIDE = 256
 IMAGE_SCALARS = 1000
 PNG = b"\x89PNG\r\n\x1a\n"
-SCENARIOS = ("sweep", "images", "s3")
+SCENARIOS = ("sweep", "images", "s3", "provider")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -602,6 +614,126 @@ def s3(args: argparse.Namespace) -> dict[str, Any]:
         return servers(scenario, args)
 
 
+def _wait_for_port(server: Server, port_file: Path, deadline: float) -> int:
+    while not (port_file.exists() and port_file.read_text().strip().isdigit()):
+        server.check()
+        if time.perf_counter() > deadline:
+            raise Unfinished
+        time.sleep(0.05)
+    return int(port_file.read_text())
+
+
+def _data_server_address(server: Server, name: str, port_file: Path, deadline: float) -> str:
+    """The address a data server listens on, once it says (stoker prints a flag line)."""
+    if name == RUST:
+        return f"127.0.0.1:{_wait_for_port(server, port_file, deadline)}"
+    while True:
+        server.check()
+        text = server.log.read_text() if server.log.exists() else ""
+        for line in text.splitlines():
+            if line.startswith("--grpc_data_provider="):
+                return line.split("=", 1)[1]
+        if time.perf_counter() > deadline:
+            raise Unfinished
+        time.sleep(0.05)
+
+
+def _provider_questions(client: Any, runs: list[str], counts: dict[str, int]) -> None:
+    """A refresh's questions to the data server; every run's every tag must be answered."""
+    from tensorboard import context
+
+    ctx = context.RequestContext()
+    client.list_plugins(ctx, experiment_id="")
+    client.list_runs(ctx, experiment_id="")
+    client.list_scalars(ctx, experiment_id="", plugin_name="scalars")
+    for tag, count in counts.items():
+        read = client.read_scalars(ctx, experiment_id="", plugin_name="scalars", downsample=1000,
+                                   run_tag_filter=_tag_filter(tag))  # fmt: skip
+        short = [run for run in runs if len(read.get(run, {}).get(tag, [])) != min(count, 1000)]
+        if short:
+            raise SystemExit(f"ReadScalars {tag}: {len(short)} runs short, e.g. {short[0]}")
+
+
+def _loaded(client: Any, runs: list[str], counts: dict[str, int]) -> bool:
+    """Whether one ReadScalars of TAG over every run returns every point."""
+    import grpc
+    from tensorboard import context
+
+    try:
+        read = client.read_scalars(context.RequestContext(), experiment_id="",
+                                   plugin_name="scalars", downsample=1 << 30,
+                                   run_tag_filter=_tag_filter(TAG))  # fmt: skip
+    except grpc.RpcError:
+        return False
+    return all(len(read.get(run, {}).get(TAG, [])) == counts[TAG] for run in runs)
+
+
+def _tag_filter(tag: str) -> Any:
+    from tensorboard.data import provider
+
+    return provider.RunTagFilter(tags=[tag])
+
+
+def provider_scenario(args: argparse.Namespace) -> dict[str, Any]:
+    """The data servers alone on the sweep, asked over gRPC (see the module docstring)."""
+    import grpc
+    from tensorboard.data import grpc_provider
+    from tensorboard_data_server import server_binary
+
+    root = _sweep(args.runs, args.points)
+    runs = _run_names(args.runs)
+    counts = per_tag_counts(args.points)
+    title = (
+        f"provider: the data servers alone on {args.runs} runs x {args.points} scalars over "
+        f"gRPC; loaded = one ReadScalars of {TAG!r} over every run in full; refresh = "
+        "ListPlugins, ListRuns, ListScalars and one ReadScalars per tag (1,000 points)"
+    )
+    results = []
+    with tempfile.TemporaryDirectory() as scratch:
+        port_file = Path(scratch) / "port"
+        commands_of = {
+            STOKER: [sys.executable, "-m", "stoker.cli", "board", str(root), "--data-server-only",
+                     "--reload-interval", "0"] if _board_available() else None,
+            RUST: [server_binary(), "--logdir", str(root), "--host", "127.0.0.1", "--port", "0",
+                   "--port-file", str(port_file), "--reload", "once",
+                   "--samples-per-plugin", "scalars=all"],
+        }  # fmt: skip
+        for name, command in commands_of.items():
+            print(f"  {name} ...", flush=True)
+            if command is None:
+                results.append({"server": name, "status": "not available"})
+                continue
+            port_file.unlink(missing_ok=True)
+            row: dict[str, Any] = {"server": name, "command": command}
+            log = Path(scratch) / f"{name.split()[0]}.log"
+            with serving(command, dict(os.environ), log) as server:
+                deadline = server.started + args.limit
+                try:
+                    address = _data_server_address(server, name, port_file, deadline)
+                    channel = grpc.insecure_channel(
+                        address, options=[("grpc.max_receive_message_length", 1 << 30)]
+                    )
+                    stub = grpc_provider.make_stub(channel)
+                    client = grpc_provider.GrpcDataProvider(address, stub)
+                    _poll(server, deadline, functools.partial(_loaded, client, runs, counts))
+                    row.update(status="ok", seconds=time.perf_counter() - server.started)
+                    times = []
+                    for _ in range(args.refreshes):
+                        start = time.perf_counter()
+                        _provider_questions(client, runs, counts)
+                        times.append(time.perf_counter() - start)
+                    row["refresh_s"] = statistics.median(times)
+                except Unfinished:
+                    row["status"] = f"> {args.limit:.0f} s"
+                except ServerExited as exited:
+                    row["status"] = f"failed: {exited}"
+                server.watch.sample()
+                row["rss_mib"] = server.watch.peak / 2**20
+            results.append(row)
+    report(title, results)
+    return {"title": title, "results": results}
+
+
 def _stop_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(f"stopped by signal {signum}")  # unwinds: every server's tree is stopped
 
@@ -628,7 +760,7 @@ def main() -> None:
         raise SystemExit("TensorBoard is needed: pip install -e '.[tensorboard]'")
     if not _board_available():
         print("stoker.board does not import here: its rows say 'not available'\n")
-    scenarios = {"sweep": sweep, "images": images, "s3": s3}
+    scenarios = {"sweep": sweep, "images": images, "s3": s3, "provider": provider_scenario}
     results = {name: scenarios[name](args) for name in SCENARIOS if name in chosen}
     if args.json is not None:
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},
