@@ -4,37 +4,22 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
+import chromium
 import pytest
 import tb_server
 
 from stoker.cli._demo import run_demo
 
 ARTIFACTS = Path(os.environ.get("STOKER_TEST_ARTIFACTS", "test-artifacts"))
-# Chromium flags for a headless run as root on a machine with no network but loopback.
-CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--virtual-time-budget=20000", "--window-size=1400,1000",
-]  # fmt: skip
-
-
-def _chromium() -> str:
-    """Return the Chromium binary; fail (not skip) with how to install it when missing."""
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail(
-            "chromium is not installed; `apt-get install chromium` (make test does this as root)"
-        )
-    return found
+CHROMIUM_FLAGS = [*chromium.FLAGS, "--virtual-time-budget=20000", "--window-size=1400,1000"]
 
 
 def _browse(url: str, profile: Path, *extra: str) -> str:
     """Load ``url`` in headless Chromium and return what it printed on stdout."""
-    command = [_chromium(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url]
+    command = [chromium.binary(), *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *extra, url]
     result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     return result.stdout
