@@ -173,15 +173,15 @@ def _url(host: str, port: int, prefix: str = "") -> str:
 
 
 def _path_prefix(flags: Sequence[str]) -> str:
-    """The ``--path_prefix`` among TensorBoard's flags, as TensorBoard normalises it."""
+    """The ``--path_prefix`` among TensorBoard's flags, less its trailing slash as TensorBoard
+    takes it (one without a leading slash TensorBoard refuses)."""
     prefix = ""
     for index, flag in enumerate(flags):
         if flag.startswith("--path_prefix="):
             prefix = flag.partition("=")[2]
         elif flag == "--path_prefix" and index + 1 < len(flags):
             prefix = flags[index + 1]
-    prefix = prefix.rstrip("/")
-    return f"/{prefix}" if prefix and not prefix.startswith("/") else prefix
+    return prefix.rstrip("/")
 
 
 def _serves(url: str, address: str) -> bool:

@@ -394,6 +394,19 @@ def test_board_passes_flags_after_double_dash_to_tensorboard(tmp_path: Path) -> 
     _assert_gone(session)
 
 
+@pytest.mark.parametrize("flag", [["--path_prefix=/tb/"], ["--path_prefix", "/tb"]])
+def test_board_url_line_has_tensorboards_path_prefix(tmp_path: Path, flag: list[str]) -> None:
+    """`-- --path_prefix /tb`: the page is awaited, and shown, under the prefix."""
+    _write_run(tmp_path / "a")
+    with _board(str(tmp_path), "--port", _port(), "--", *flag) as board:
+        session = board.tensorboard()
+        base = board.wait_for(r"TensorBoard at (http://127\.0\.0\.1:\d+/tb)/ \(Ctrl-C").group(1)
+        assert _get_json(base, "/data/runs") == ["a"]
+        os.killpg(board.process.pid, signal.SIGINT)
+        assert board.finish() == 0
+    _assert_gone(session)
+
+
 @pytest.mark.parametrize("command", ["board", "demo"])
 def test_board_without_tensorboard_names_the_extra(tmp_path: Path, command: str) -> None:
     """With the tensorboard package not importable (``sys.modules['tensorboard'] = None``,
