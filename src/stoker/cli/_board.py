@@ -1,12 +1,17 @@
 """``stoker board``: TensorBoard's web page on stoker's data server, and both ended together.
 
-The command picks a free port for the data server, starts TensorBoard's web server against it
-(``tensorboard --grpc_data_provider HOST:PORT``, plus ``--logdir`` for a local log dir so that
-the projector, which reads files itself, keeps working), reads the log dir meanwhile, starts
-serving, and prints the page's URL once TensorBoard answers on its port. TensorBoard runs in a
+The command checks that TensorBoard's port is free, picks a free port on 127.0.0.1 for the data
+server, starts TensorBoard's web server against it (``tensorboard --grpc_data_provider
+HOST:PORT``, plus ``--logdir`` for a local log dir so that the projector, which reads files
+itself, keeps working), reads the log dir meanwhile, starts serving, and prints the page's URL
+once TensorBoard answers on its port as the page of this data server. TensorBoard runs in a
 process group of its own, ended on every way out: Ctrl-C (exit status 0), SIGTERM or SIGHUP
 (128 + the signal's number, as a shell reports it), an error, or TensorBoard exiting by itself
 (its own status). On Linux it is also told to end if this process is killed outright.
+
+TensorBoard's stderr passes through this process line by line, less the two lines that
+``stoker board``'s own line replaces (its URL banner and the note that TensorFlow is not
+installed) and, once this process stops it, its note that it caught SIGTERM.
 ``--data-server-only`` serves the data alone and prints the flag to give TensorBoard.
 """
 
@@ -15,15 +20,20 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import importlib.util
+import json
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import urllib.request
+from collections.abc import Sequence
+from typing import IO, TYPE_CHECKING, cast
 
 from stoker.tensorboard import EventFileError
 
@@ -35,6 +45,13 @@ __all__ = ["main", "serve"]
 _PR_SET_PDEATHSIG = 1  # prctl option, from <linux/prctl.h>
 _STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _READY_SECONDS = 120.0  # TensorBoard's imports take seconds on a busy machine
+_DATA_HOST = "127.0.0.1"  # only the TensorBoard started here connects to the data server
+# TensorBoard's stderr lines that stoker board's own URL line replaces.
+_BANNERS = re.compile(
+    rb"TensorFlow installation not found - running with reduced feature set\.\r?\n"
+    rb"|TensorBoard \S+ at \S+ \(Press CTRL\+C to quit\)\r?\n"
+)
+_CAUGHT_SIGTERM = re.compile(rb"TensorBoard caught SIGTERM; exiting\.\.\.\r?\n")
 
 
 class _Stopped(Exception):
@@ -49,37 +66,88 @@ def _raise_stopped(signum: int, frame: object) -> None:
     raise _Stopped(signum)
 
 
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to send SIGTERM to this process when its parent dies (even by SIGKILL)."""
+def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child between fork and exec
+    """Ask Linux to send SIGTERM to this process when ``parent`` dies (even by SIGKILL); end
+    now if it died before the request was made."""
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:
+        os._exit(128 + signal.SIGTERM)
 
 
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """End TensorBoard and everything it started through their process group."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+class _Stderr:
+    """Forwards TensorBoard's stderr to this process's, a line as soon as it is complete, less
+    its banner lines; a thread of its own reads the pipe until TensorBoard's end closes it."""
+
+    def __init__(self, pipe: IO[bytes]) -> None:
+        self._pipe = pipe
+        self.stopping = False  # set before this process sends TensorBoard SIGTERM
+        self._thread = threading.Thread(target=self._forward, name="tensorboard-stderr")
+        self._thread.daemon = True  # never keeps this process alive
+        self._thread.start()
+
+    def _forward(self) -> None:
+        out = getattr(sys.stderr, "buffer", None)
+        for line in iter(self._pipe.readline, b""):
+            if _BANNERS.fullmatch(line) or (self.stopping and _CAUGHT_SIGTERM.fullmatch(line)):
+                continue
+            with contextlib.suppress(OSError, ValueError):  # this process's stderr is gone
+                if out is not None:
+                    out.write(line)
+                    out.flush()
+                else:
+                    sys.stderr.write(line.decode(errors="replace"))
+                    sys.stderr.flush()
+
+    def join(self) -> None:
+        """Wait (a bounded time) until everything TensorBoard wrote is forwarded."""
+        self._thread.join(timeout=10.0)
+        if not self._thread.is_alive():
+            self._pipe.close()
+
+
+class _TensorBoard:
+    """TensorBoard's web server as a child process in a session (and process group) of its own."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.process = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=(  # noqa: PLW1509 - prctl only, before exec
+                functools.partial(_die_with, os.getpid()) if sys.platform == "linux" else None
+            ),
+        )
+        self.stderr = _Stderr(cast("IO[bytes]", self.process.stderr))
+
+    def ended(self) -> int | None:
+        """Its exit status once it ended by itself, its stderr forwarded; else None."""
+        if self.process.poll() is None:
+            return None
+        self.stderr.join()
+        return self.process.returncode
+
+    def wait(self) -> int:
+        """Wait until it ends; return its exit status once its stderr is forwarded."""
+        self.process.wait()
+        self.stderr.join()
+        return self.process.returncode
+
+    def stop(self) -> None:
+        """End it and everything it started through their process group."""
+        self.stderr.stopping = True
+        for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                continue
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # a child outliving its parent
-
-
-@contextlib.contextmanager
-def _stop_signals() -> Iterator[None]:
-    """Turn SIGTERM and SIGHUP into :class:`_Stopped` here, restoring the handlers after."""
-    previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
-    try:
-        yield
-    finally:
-        for sig in _STOP_SIGNALS:  # a second signal must not cut the clean-up short
-            signal.signal(sig, signal.SIG_IGN)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+            os.killpg(self.process.pid, signal.SIGKILL)  # a child outliving its parent
+        self.stderr.join()
 
 
 def _free_port(host: str) -> int:
@@ -90,14 +158,42 @@ def _free_port(host: str) -> int:
         return port
 
 
-def _answers(host: str, port: int) -> bool:
-    with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=1.0):
-        return True
-    return False
+def _check_port_free(host: str, port: int) -> None:
+    """Raise OSError if TensorBoard could not listen on ``host:port`` (binding as it binds)."""
+    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen()
 
 
-def _url(host: str, port: int) -> str:
-    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+def _url(host: str, port: int, prefix: str = "") -> str:
+    where = f"[{host}]" if ":" in host else host
+    return f"http://{where}:{port}{prefix}/"
+
+
+def _path_prefix(flags: Sequence[str]) -> str:
+    """The ``--path_prefix`` among TensorBoard's flags, less its trailing slash as TensorBoard
+    takes it (one without a leading slash TensorBoard refuses)."""
+    prefix = ""
+    for index, flag in enumerate(flags):
+        if flag.startswith("--path_prefix="):
+            prefix = flag.partition("=")[2]
+        elif flag == "--path_prefix" and index + 1 < len(flags):
+            prefix = flags[index + 1]
+    return prefix.rstrip("/")
+
+
+def _serves(url: str, address: str) -> bool:
+    """Whether TensorBoard answers at ``url`` as the page of the data server at ``address``
+    (its environment names its flags; a TensorBoard that names none is taken)."""
+    try:
+        with urllib.request.urlopen(f"{url}data/environment", timeout=2.0) as answer:
+            environment = json.loads(answer.read())
+    except (OSError, ValueError):  # not up yet, or not TensorBoard
+        return False
+    flags = environment.get("debug", {}).get("flags", {}) if isinstance(environment, dict) else {}
+    return not isinstance(flags, dict) or flags.get("grpc_data_provider", address) == address
 
 
 def _tensorboard_missing(command: str) -> bool:
@@ -112,40 +208,35 @@ def _tensorboard_missing(command: str) -> bool:
 
 def _start_tensorboard(
     logdir: str, address: str, host: str, port: int, extra: Sequence[str]
-) -> subprocess.Popen[bytes]:
+) -> _TensorBoard:
     command = [sys.executable, "-m", "tensorboard.main", "--grpc_data_provider", address]
     if "://" not in logdir:  # the projector reads local files itself
         command += ["--logdir", logdir]
     command += ["--host", host, "--port", str(port), *extra]
-    return subprocess.Popen(
-        command,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509 - prctl only, before exec
-    )
+    return _TensorBoard(command)
 
 
-def _wait_for_page(process: subprocess.Popen[bytes], host: str, port: int) -> int | None:
-    """Wait until TensorBoard answers on its port; return its exit status if it ended first."""
+def _wait_for_page(tensorboard: _TensorBoard, url: str, address: str) -> int | None:
+    """Wait until TensorBoard serves its page; return its exit status if it ended first."""
     deadline = time.monotonic() + _READY_SECONDS
-    while not _answers(host, port):
-        if process.poll() is not None:
-            return process.returncode
+    while not _serves(url, address):
+        ended = tensorboard.ended()
+        if ended is not None:
+            return ended
         if time.monotonic() > deadline:
-            raise RuntimeError(
-                f"TensorBoard did not answer on {host}:{port} within {_READY_SECONDS:.0f} s"
-            )
+            raise RuntimeError(f"TensorBoard did not answer at {url} within {_READY_SECONDS:.0f} s")
         time.sleep(0.1)
     return None
 
 
-def _read(logdir: str, host: str, port: int, reload_interval: float) -> DataServer:
+def _read(logdir: str, host: str, port: int, reload_interval: float, command: str) -> DataServer:
     from stoker.board import DataServer  # noqa: PLC0415 - needs the tensorboard extra
 
     started = time.monotonic()
     server = DataServer(logdir, host=host, port=port, reload_interval=reload_interval)
     runs = server.provider.run_count
     sys.stderr.write(
-        f"stoker board: read {runs:,} run{'s' if runs != 1 else ''} of {logdir} in "
+        f"{command}: read {runs:,} run{'s' if runs != 1 else ''} of {logdir} in "
         f"{time.monotonic() - started:.1f} s\n"
     )
     return server
@@ -161,44 +252,69 @@ def serve(
     tensorboard_args: Sequence[str] = (),
     command: str = "stoker board",
 ) -> int:
-    """Serve ``logdir`` until interrupted; return the exit status (see the module docstring)."""
+    """Serve ``logdir`` until interrupted; return the exit status (see the module docstring).
+
+    Args:
+        logdir: A log directory, an event file, or a URL (``s3://bucket/prefix``).
+        host: The address TensorBoard's page (or, with ``data_server_only``, the data
+            server) listens on.
+        port: TensorBoard's port.
+        reload_interval: Seconds between reads of new data, 0 for none.
+        data_server_only: Serve the data alone and print the flag to give TensorBoard.
+        tensorboard_args: More flags for TensorBoard.
+        command: The command's name in messages.
+    """
     if _tensorboard_missing(command):
         return 2
-    process: subprocess.Popen[bytes] | None = None
+    tensorboard: _TensorBoard | None = None
     server: DataServer | None = None
-    with _stop_signals():
-        try:
-            data_port = _free_port(host)
-            if not data_server_only:
-                process = _start_tensorboard(
-                    logdir, f"{host}:{data_port}", host, port, tensorboard_args
-                )
-            server = _read(logdir, host, data_port, reload_interval).start()
-            if process is None:
-                sys.stdout.write(f"--grpc_data_provider={server.address}\n")
-                sys.stdout.flush()
-                server.wait()
-                return 0
-            ended = _wait_for_page(process, host, port)
-            if ended is None:
-                sys.stdout.write(f"TensorBoard at {_url(host, port)} (Ctrl-C stops it)\n")
-                sys.stdout.flush()
-                ended = process.wait()
-            if ended:
-                sys.stderr.write(f"{command}: tensorboard exited with status {ended}\n")
-            return ended
-        except KeyboardInterrupt:
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
+    try:
+        if data_server_only:
+            server = _read(logdir, host, 0, reload_interval, command).start()
+            sys.stdout.write(f"--grpc_data_provider={server.address}\n")
+            sys.stdout.flush()
+            server.wait()
             return 0
-        except _Stopped as stopped:
-            return 128 + stopped.signum
-        except (EventFileError, RuntimeError, ValueError) as err:
-            sys.stderr.write(f"{command}: {err}\n")
-            return 2
-        finally:
-            if process is not None:
-                _stop_group(process)
-            if server is not None:
-                server.stop(grace=0)
+        try:
+            _check_port_free(host, port)
+        except OSError as err:
+            sys.stderr.write(
+                f"{command}: TensorBoard cannot listen on {host}:{port}: {err.strerror or err}; "
+                "stop what uses that port or pick another with --port\n"
+            )
+            return 1
+        data_port = _free_port(_DATA_HOST)
+        address = f"{_DATA_HOST}:{data_port}"
+        tensorboard = _start_tensorboard(logdir, address, host, port, tensorboard_args)
+        server = _read(logdir, _DATA_HOST, data_port, reload_interval, command).start()
+        url = _url(host, port, _path_prefix(tensorboard_args))
+        ended = _wait_for_page(tensorboard, url, address)
+        if ended is None:
+            sys.stdout.write(f"TensorBoard at {url} (Ctrl-C stops it)\n")
+            sys.stdout.flush()
+            ended = tensorboard.wait()
+        if ended:
+            sys.stderr.write(f"{command}: tensorboard exited with status {ended}\n")
+        return ended
+    except KeyboardInterrupt:
+        return 0
+    except _Stopped as stopped:
+        return 128 + stopped.signum
+    except (EventFileError, RuntimeError, ValueError) as err:
+        sys.stderr.write(f"{command}: {err}\n")
+        return 2
+    finally:
+        # A second signal (or Ctrl-C) must not cut the clean-up short.
+        previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
+        if tensorboard is not None:
+            tensorboard.stop()
+        if server is not None:
+            server.stop(grace=0)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def main(args: argparse.Namespace) -> int:

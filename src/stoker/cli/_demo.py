@@ -19,7 +19,7 @@ import time
 import numpy as np
 import numpy.typing as npt
 
-from stoker.cli import _demo_report
+from stoker.cli import _board, _demo_report
 from stoker.cli._demo_report import DemoResult
 from stoker.cli._mlp import MLP, softmax_cross_entropy
 from stoker.cli._shapes import CLASSES, SIZE, draw_shapes
@@ -180,7 +180,8 @@ def run_demo(
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the demo from parsed arguments; optionally serve TensorBoard afterwards."""
+    """Run the demo from parsed arguments; with ``--tensorboard``, serve its logs afterwards as
+    ``stoker board`` does (TensorBoard on stoker's data server, on 127.0.0.1)."""
     result = run_demo(
         epochs=args.epochs,
         batch_size=args.batch_size,
@@ -192,5 +193,5 @@ def main(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
     )
     if args.tensorboard:
-        return _demo_report.serve_tensorboard(result.logdir, args.port)
+        return _board.serve(result.logdir, port=args.port, command="stoker demo")
     return 0

@@ -2,12 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
-import importlib.util
-import os
-import signal
-import subprocess
+import shlex
 import sys
 import time
 from dataclasses import dataclass
@@ -27,11 +22,8 @@ __all__ = [
     "log_results",
     "log_samples",
     "print_summary",
-    "serve_tensorboard",
 ]
 
-_PR_SET_PDEATHSIG = 1  # prctl option, from <linux/prctl.h>
-_STOP_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
 _EMBEDDED = 512  # validation samples shown in the projector
 _WIDTHS = (5, 10, 9, 8, 7)
 
@@ -164,78 +156,6 @@ def print_summary(rows: list[tuple[int, float, float, float, float]], result: De
         f"validation accuracy {result.val_accuracy:.3f} after {result.epochs} epochs, "
         f"{result.samples_per_second:,.0f} samples/s, {result.seconds:.1f} s in all\n"
         f"logs: {result.logdir}\n"
-        f"view them: tensorboard --logdir {result.logdir} --host 127.0.0.1\n"
+        f"view them: stoker board {shlex.quote(result.logdir)}\n"
     )
     out.flush()
-
-
-class _Stopped(Exception):
-    """SIGTERM or SIGHUP arrived while TensorBoard was serving."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_stopped(signum: int, frame: object) -> None:
-    raise _Stopped(signum)
-
-
-def _die_with_parent() -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to send SIGTERM to this process when its parent dies (even by SIGKILL)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
-
-
-def _stop_group(process: subprocess.Popen[bytes]) -> None:
-    """End TensorBoard and everything it started (its data server) through their group."""
-    for sig, wait in ((signal.SIGTERM, 10.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            break
-        except subprocess.TimeoutExpired:
-            continue
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)  # a data server outliving its parent
-
-
-def serve_tensorboard(logdir: str, port: int) -> int:
-    """Serve ``logdir`` with TensorBoard on 127.0.0.1 until interrupted; return an exit code.
-
-    TensorBoard runs in a process group of its own, which is ended on every way out: Ctrl-C
-    (exit status 0), SIGTERM or SIGHUP (128 + the signal's number, as a shell reports it), an
-    exception, or TensorBoard exiting by itself. On Linux it is also told to end if this
-    process is killed outright.
-    """
-    if importlib.util.find_spec("tensorboard") is None:
-        sys.stderr.write(
-            "stoker demo: --tensorboard needs the tensorboard package; "
-            "install it with `pip install 'stoker[tensorboard]'`\n"
-        )
-        return 2
-    command = [sys.executable, "-m", "tensorboard.main", "--logdir", logdir]
-    command += ["--host", "127.0.0.1", "--port", str(port)]
-    sys.stdout.write(f"TensorBoard at http://127.0.0.1:{port}/ (Ctrl-C stops it)\n")
-    sys.stdout.flush()
-    previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
-    process: subprocess.Popen[bytes] | None = None
-    try:
-        process = subprocess.Popen(
-            command,
-            start_new_session=True,
-            preexec_fn=_die_with_parent if sys.platform == "linux" else None,  # noqa: PLW1509 - prctl only, before exec
-        )
-        return process.wait()
-    except KeyboardInterrupt:
-        return 0
-    except _Stopped as stopped:
-        return 128 + stopped.signum
-    finally:
-        for sig in _STOP_SIGNALS:  # a second signal must not cut the clean-up short
-            signal.signal(sig, signal.SIG_IGN)
-        if process is not None:
-            _stop_group(process)
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)

@@ -1,4 +1,5 @@
-"""`stoker demo --tensorboard`: serves on 127.0.0.1 and ends TensorBoard on every way out."""
+"""`stoker demo --tensorboard`: serves its logs as `stoker board` does, on 127.0.0.1, and ends
+TensorBoard on every way out."""
 
 from __future__ import annotations
 
@@ -57,7 +58,8 @@ def _kill_tree(pid: int, known: set[int]) -> None:
     [(signal.SIGINT, 0), (signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGHUP, 128 + 1)],
 )
 def test_demo_tensorboard_ends_what_it_started(tmp_path: Path, sig: int, code: int) -> None:
-    """Ctrl-C, SIGTERM and SIGHUP each stop the demo and TensorBoard and its data server."""
+    """The demo's closing hint names `stoker board`; its URL line comes once TensorBoard on
+    stoker's data server answers; Ctrl-C, SIGTERM and SIGHUP each stop the demo and TensorBoard."""
     port = tb_server.free_port()
     command = [
         sys.executable, "-m", "stoker.cli", "demo", "--epochs", "1", "--samples", "200",
@@ -65,9 +67,16 @@ def test_demo_tensorboard_ends_what_it_started(tmp_path: Path, sig: int, code: i
     ]  # fmt: skip
     children: set[int] = set()
     base = f"http://127.0.0.1:{port}"
-    with subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    ) as process:
+    url_line = f"TensorBoard at {base}/ (Ctrl-C stops it)\n"
+    # Files, not pipes: the URL line is awaited while the demo runs, with a deadline.
+    stdout, stderr = tmp_path / "stdout", tmp_path / "stderr"
+    with (
+        stdout.open("w") as out_file,
+        stderr.open("w") as err_file,
+        subprocess.Popen(
+            command, stdout=out_file, stderr=err_file, start_new_session=True
+        ) as process,
+    ):
         try:
             runs = tb_server.poll(
                 lambda: tb_server.get_json(base, "/data/runs"), lambda r: "." in r
@@ -76,16 +85,23 @@ def test_demo_tensorboard_ends_what_it_started(tmp_path: Path, sig: int, code: i
             assert "." in runs
             children = _descendants(process.pid)
             assert children, "TensorBoard should run below the demo"
+            shown = tb_server.poll(stdout.read_text, lambda text: url_line in text)
+            assert url_line in shown
         finally:
             process.send_signal(sig)
             try:
-                out, err = process.communicate(timeout=60)
+                process.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 _kill_tree(process.pid, children)
                 raise
+    out, err = stdout.read_text(), stderr.read_text()
     assert process.returncode == code, err[-2000:]
-    assert f"http://127.0.0.1:{port}/" in out
+    logdir = tmp_path / "run"
+    assert f"view them: stoker board {logdir}\n" in out
+    assert out.endswith(url_line)
     assert "Traceback" not in err
+    assert "(Press CTRL+C to quit)" not in err
+    assert f"stoker demo: read 2 runs of {logdir} in " in err
     deadline = time.monotonic() + 15
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
