@@ -66,6 +66,7 @@ bench: $(BENCH_STAMP)
 	$(BIN)/python benchmarks/first_batch_bench.py
 	$(BIN)/python benchmarks/writer_bench.py
 	$(BIN)/python benchmarks/reader_bench.py
+	$(BIN)/python benchmarks/board_bench.py --limit 600 --refreshes 1
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .mypy_cache .ruff_cache .pytest_cache
