@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import os
 import re
 import time
 import warnings
@@ -201,3 +203,31 @@ def test_copies_next_to_large_batches_still_warn(monkeypatch: pytest.MonkeyPatch
     copies = [w for w in caught if issubclass(w.category, sd.DatasetCopyWarning)]
     assert len(copies) == 1, [str(w.message) for w in caught]
     assert re.search(r"worker 0 \+[\d,]+ MiB, batch memory [\d,]+ MiB", str(copies[0].message))
+
+
+class _OwnMemory:
+    """Sample i: the worker's private bytes right after a full collection in it."""
+
+    def __len__(self) -> int:
+        return 4
+
+    def __getitem__(self, index: int) -> np.ndarray:
+        gc.collect()
+        return np.array([_memory.private_bytes(os.getpid()) or 0])
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_a_full_collection_in_a_worker_copies_none_of_the_main_process_objects(
+    context: str,
+) -> None:
+    """The main process holds a million gc-tracked lists the workers never read; a full
+    collection in a fork worker would write the header of each (about 70 MiB of copied
+    pages) unless the objects it started with are frozen."""
+    held = [[i] for i in range(1_000_000)]
+    loader = sd.DataLoader(
+        _OwnMemory(), batch_size=1, num_workers=2, multiprocessing_context=context
+    )
+    private = [int(batch[0][0]) for batch in loader]
+    del held
+    assert len(private) == 4
+    assert max(private) < 30 * 2**20, [f"{size / 2**20:.0f} MiB" for size in private]
