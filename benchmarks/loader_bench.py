@@ -40,6 +40,7 @@ Usage::
     python benchmarks/loader_bench.py --only jpeg  # the JPEG-folder table (a few minutes)
     python benchmarks/loader_bench.py --rss      # stoker main-process RSS over 10 epochs
     python benchmarks/loader_bench.py --transport  # pipe vs slab by batch size
+    python benchmarks/loader_bench.py --copy-split  # image batches: where a batch's time goes
     python benchmarks/loader_bench.py --state-tracking  # per-batch cost, DistributedSampler
     python benchmarks/loader_bench.py --only cow [--quick]  # copy-on-write: PSS of the tree
 
@@ -391,6 +392,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rss", action="store_true", help="stoker RSS over 10 epochs")
     parser.add_argument("--transport", action="store_true", help="pipe vs slab by size")
     parser.add_argument(
+        "--copy-split",
+        action="store_true",
+        help="image batches with 2 workers: the worker's copy, the handoff, the first touch",
+    )
+    parser.add_argument(
         "--state-tracking",
         action="store_true",
         help="time per batch of stoker with a DistributedSampler, in and out of order",
@@ -402,6 +408,8 @@ def main(argv: list[str] | None = None) -> None:
             print(json.dumps(jpeg_child(loader, int(n), int(workers))))
         elif workload == "cow":
             print(json.dumps(cow_child(loader, int(n), int(workers))))
+        elif workload == "split":
+            print(json.dumps(split_child(loader, int(n), int(workers))))
         elif loader.startswith("memcpy"):
             buffers = int(loader.removeprefix("memcpy").strip("-").removesuffix("buf") or 1)
             print(json.dumps(memcpy_reference(int(n), buffers)))
@@ -413,6 +421,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     if args.transport:
         transport_sweep()
+        return
+    if args.copy_split:
+        copy_split(args.repeats)
         return
     if args.state_tracking:
         state_tracking(args.repeats)
@@ -569,6 +580,119 @@ def transport_sweep() -> None:
         print(
             f"{kib:5d} KiB batch: pipe {rates['pipe']:8,.0f}/s  slab {rates['slab']:8,.0f}/s  "
             f"slab/pipe {rates['slab'] / rates['pipe']:.2f}"
+        )
+
+
+def _parallel_copy(n: int, processes: int) -> float:
+    """Samples/s of ``processes`` fork processes each copying ``n`` image samples at once."""
+    reader, writer = os.pipe()
+    pids = []
+    for _ in range(processes):
+        pid = os.fork()
+        if pid == 0:
+            result = memcpy_reference(n, buffers=6)
+            os.write(writer, f"{result['samples'] / result['seconds']}\n".encode())
+            os._exit(0)
+        pids.append(pid)
+    for pid in pids:
+        os.waitpid(pid, 0)
+    os.close(writer)
+    with os.fdopen(reader) as lines:
+        return sum(float(line) for line in lines)
+
+
+def split_child(mode: str, n: int, workers: int) -> dict[str, Any]:
+    """One stoker run of ``image`` batches; ``mode`` "touch" reads one byte per page of each.
+
+    Returns per batch: wall time, the main process's CPU (unpickling, mapping the views,
+    dropping the pages of freed slabs, and in "touch" mode its first touch of the pages,
+    also timed alone), its wait, the workers' busy time (fetching and stacking into a slab, and
+    sending the reply) and their CPU, and the minor page faults on both sides.
+    """
+    import stoker.data as sd
+
+    loader = sd.DataLoader(ImageData(n), batch_size=64, num_workers=workers)
+    iterator = iter(loader)
+    next(iterator)  # start-up is the first-batch benchmark's business
+    before = loader.stats()
+    started = time.perf_counter()
+    cpu = time.thread_time()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    touch = 0.0
+    batches = 0
+    for images, _ in iterator:
+        if mode == "touch":
+            began = time.perf_counter()
+            int(images.reshape(-1)[::4096].sum())
+            touch += time.perf_counter() - began
+        batches += 1
+        del images
+    wall = time.perf_counter() - started
+    cpu = time.thread_time() - cpu
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
+    stats = loader.stats()
+    del iterator, loader
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = batches + 1  # the workers' CPU and page faults include their start-up
+
+    def busy(key: str) -> float:
+        value, first = stats[key], before[key]
+        if isinstance(value, dict):
+            return sum(value.values()) - sum(first.values())
+        return float(value - first)
+
+    return {
+        "samples": batches * 64,
+        "seconds": wall,
+        "wall_ms": wall / batches * 1e3,
+        "main_cpu_ms": cpu / batches * 1e3,
+        "touch_ms": touch / batches * 1e3,
+        "wait_ms": busy("main_wait_seconds") / batches * 1e3,
+        "worker_busy_ms": busy("worker_busy_seconds") / batches * 1e3,
+        "worker_cpu_ms": (children.ru_utime + children.ru_stime) / total * 1e3,
+        "main_faults": faults / batches,
+        "worker_faults": children.ru_minflt / total,
+    }
+
+
+def copy_split(repeats: int, n: int = 64 * 400) -> None:
+    """Print where an image batch's time goes with 2 workers, against the copy limits.
+
+    The limits: one process copying each batch's bytes into six rotating buffers (the
+    ``memcpy-6buf`` row of the main table) and two such processes at once (what the two cores
+    can copy). stoker runs without and with a consumer that touches every page of each batch
+    (as a training step reads its batch), each in a fresh child, medians of ``repeats``.
+    """
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for _ in range(repeats):
+        for mode in ("none", "touch"):
+            result = _run_child([mode, "split", str(n), "2"], timeout=300)
+            runs.setdefault(mode, []).append(result or {})
+    copies = [memcpy_reference(n, buffers=6) for _ in range(repeats)]
+    one = statistics.median(copy["samples"] / copy["seconds"] for copy in copies)
+    two = statistics.median(_parallel_copy(n, 2) for _ in range(repeats))
+    print(f"copy limits: one process {one:,.0f} samples/s, two at once {two:,.0f} samples/s")
+    print(
+        "| consumer | samples/s | x one-process copy | x two-process copy | wall ms/batch "
+        "| main CPU ms/batch | of which first touch | main wait | worker busy ms/batch "
+        "| worker CPU ms/batch | page faults/batch: main, workers |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for mode, label in (("none", "counts the batch"), ("touch", "reads every page")):
+        good = [run for run in runs[mode] if "error" not in run and run]
+        if not good:
+            print(f"| {label} | failed: {runs[mode][0].get('error', 'no result')} |")
+            continue
+        rate = statistics.median(run["samples"] / run["seconds"] for run in good)
+
+        def cell(key: str, runs: list[dict[str, Any]] = good) -> str:
+            return f"{_median(runs, key):.2f}"
+
+        print(
+            f"| {label} | {rate:,.0f} | {rate / one:.2f} | {rate / two:.2f} | {cell('wall_ms')} "
+            f"| {cell('main_cpu_ms')} | {cell('touch_ms')} | {cell('wait_ms')} "
+            f"| {cell('worker_busy_ms')} | {cell('worker_cpu_ms')} "
+            f"| {_median(good, 'main_faults'):.0f}, {_median(good, 'worker_faults'):.0f} |"
         )
 
 

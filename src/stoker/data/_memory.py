@@ -15,8 +15,8 @@ the workers passes the threshold (``STOKER_DATA_COPY_WARN_MIB``, default
 the cause and the fixes. Without ``/proc`` every figure is None and it never warns.
 
 A worker's USS also holds memory that serves its batches and copies nothing: its shared-memory
-slabs (private to it while the main process holds no batch in them: it drops its pages of a
-slab once the batch is freed), a slab being written, and the free heap kept for the next
+slabs (private to it once the main process has dropped its pages of an idle slab), a slab
+being written, and the free heap kept for the next
 batch's samples. The pool tells how many bytes that may be per worker (``batch_memory``); the
 warning counts only the growth beyond it, so a pipeline of large batches with a deep
 ``prefetch_factor`` does not warn. ``worker_uss_growth`` stays the plain difference.

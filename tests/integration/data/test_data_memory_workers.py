@@ -179,9 +179,9 @@ def _large_epochs(data: Any, seconds: float) -> tuple[sd.DataLoader[Any], list[A
 
 
 def test_batch_slabs_are_not_counted_as_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Large batches 4 ahead: the workers' USS grows by their slabs (private to them once the
-    main process drops its pages) and kept heap, past the threshold, with nothing copied; the
-    loader reports that batch memory and does not warn."""
+    """Large batches 4 ahead: the workers' USS grows by their slabs (private to them where the
+    main process holds none of their pages) and kept heap, past the threshold, with nothing
+    copied; the loader reports that batch memory and does not warn."""
     monkeypatch.setenv(_memory.WARN_ENV, "24")
     loader, caught = _large_epochs(_Images(512), 2.5)
     stats = loader.stats()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from data_workers_helpers import SUPPORT, RangeDataset, wait_all_gone
 
 from stoker.data import DataLoader, SharedMemoryFullError
 from stoker.data._workers import shm as shm_module
+from stoker.data._workers import slabs as slabs_module
 
 pytestmark = [
     pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm"),
@@ -77,6 +79,69 @@ def test_kept_batches_stay_intact_and_slabs_come_back_when_freed() -> None:
     assert loader.stats()["slabs_in_use"] == 0
     again = list(loader)  # the freed slabs are reused for the next epoch
     assert [float(b[0][0, 0]) for b in again] == [8.0 * i for i in range(12)]
+    loader.close()
+
+
+LARGE = 80  # samples of WIDE: a 2.6 MB batch, in slabs of DROP_PAGES_FROM bytes or more
+
+
+def _resident_shared() -> int:
+    """This process's resident shared-memory pages (RssShmem), in bytes."""
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("RssShmem:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssShmem in /proc/self/status")
+
+
+def _read_pages(values: np.ndarray) -> int:
+    """Read one float64 of every 4 KiB page of ``values``; return the page faults it took."""
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    float(values.reshape(-1)[::512].sum())
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+
+def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page() -> None:
+    """A steady pipeline of 2.6 MB batches: the slabs it cycles through stay mapped in the main
+    process, so reading a batch takes no page fault (dropping the pages at each release cost
+    about 40 faults a batch here, 16 pages each)."""
+    loader = DataLoader(
+        RangeDataset(LARGE * 40, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
+    )
+    faults = []
+    for number, (values, labels) in enumerate(loader):
+        assert float(values[-1, -1]) == float(labels[-1]) == LARGE * number + LARGE - 1
+        if number >= 10:  # the pool has its slabs
+            faults.append(_read_pages(values))
+        del values, labels
+    assert sorted(faults)[len(faults) // 2] <= 4, faults
+
+
+def test_slabs_left_idle_leave_the_main_process_resident_memory() -> None:
+    """Holding 12 batches grows the pool and the main process's resident shared pages; once
+    they are freed, the slabs the worker no longer fills leave them within 2 x IDLE_BATCHES
+    batches, while the batches read meanwhile stay correct."""
+    loader = DataLoader(
+        RangeDataset(LARGE * 60, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
+    )
+    iterator = iter(loader)
+    start = _resident_shared()
+    held = [next(iterator) for _ in range(12)]
+    for values, _ in held:
+        _read_pages(values)
+    holding = _resident_shared()
+    batch = LARGE * WIDE * 8
+    assert holding - start >= 10 * batch
+    del held, values
+    gc.collect()
+    for number in range(12, 12 + 2 * slabs_module.IDLE_BATCHES + 4):
+        values, labels = next(iterator)
+        _read_pages(values)
+        assert float(values[0, 0]) == float(labels[0]) == LARGE * number
+        del values, labels
+    after = _resident_shared()
+    assert after <= holding - 6 * batch, (start, holding, after)
+    del iterator
     loader.close()
 
 

@@ -20,9 +20,14 @@ share one base buffer object, and a :func:`weakref.finalize` on it puts the slab
 release queue once the last view is freed; the next task sent to that worker carries the
 released ids (``Task.released``), and the worker puts them back on its *free list*, a stack:
 the slab freed last is reused first. A released slab of :data:`DROP_PAGES_FROM` bytes or more
-also leaves the main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the
-data stays in the segment, and reading the next batch in it maps the pages back), so the main
-process holds in RSS only the batches alive in it, not every slab the workers cycle through.
+that the worker has not filled again after :data:`IDLE_BATCHES` more of its batches leaves the
+main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the data stays in
+the segment, and reading a batch in it later maps the pages back). So the main process's RSS
+holds the slabs the pipeline cycles through (pages it shares with the workers: the same memory,
+counted in both processes' RSS) but not the ones left over once the user freed batches it had
+held. Dropping every slab at its release cost more than its copy: the pages came back, 16 at a
+time, when the next batch in it was read (149 faults for a 9.6 MB batch), and the batch rate of
+``benchmarks/loader_bench.py --copy-split`` with a consumer reading its batches fell by 40%.
 
 When the user keeps batches alive, the free list is empty
 and the worker creates another slab: the pool grows to what the user holds.
@@ -71,13 +76,27 @@ from stoker.data._workers.shm import (
     segment_name,
 )
 
-__all__ = ["DROP_PAGES_FROM", "SLAB_THRESHOLD", "SlabReader", "SlabWriter", "array_bytes"]
+__all__ = [
+    "DROP_PAGES_FROM",
+    "IDLE_BATCHES",
+    "SLAB_THRESHOLD",
+    "SlabReader",
+    "SlabWriter",
+    "array_bytes",
+]
 
 SLAB_THRESHOLD = 32 * 1024
 """Array bytes in a batch from which it travels in a slab instead of the pipe."""
 
 DROP_PAGES_FROM = 2 << 20
-"""Slab bytes from which the main process drops its pages of a slab once its batch is freed."""
+"""Slab bytes from which the main process drops its pages of a slab left idle."""
+
+IDLE_BATCHES = 8
+"""A freed slab the worker has not written again after this many of its batches is idle.
+
+In a steady pipeline the worker fills the slab freed last with its next batch (its free list
+is a stack), so a slab that sits out 8 batches is one the pipeline no longer needs.
+"""
 
 _SLAB_MARK = b"S"  # inline pickles start with the PROTO opcode, 0x80
 _ALIGN = 64
@@ -360,23 +379,35 @@ class SlabReader:
         self.bytes_in_slabs = 0
         self._mappings: dict[int, tuple[mmap.mmap, type[ctypes.Array[ctypes.c_char]]]] = {}
         self._bases: dict[int, Any] = {}
+        self._batches = 0  # replies decoded that carried a slab
+        self._resident: dict[int, int] = {}  # freed large slab -> self._batches at its release
 
     def _release(self, slab_id: int) -> None:
         self.in_use.discard(slab_id)
         self.released.append(slab_id)
         known = self._mappings.get(slab_id)
         if known is not None and len(known[0]) >= DROP_PAGES_FROM:
-            # the worker writes this slab next: this process's pages of it need not stay
-            # resident (the data stays in the segment; reading it again maps them back)
-            known[0].madvise(mmap.MADV_DONTNEED)
+            self._resident[slab_id] = self._batches
+
+    def _drop_idle(self) -> None:
+        """Drop this process's pages of the freed slabs left idle (see the module docstring)."""
+        oldest = self._batches - IDLE_BATCHES
+        for slab_id, released_at in list(self._resident.items()):
+            if released_at < oldest:
+                del self._resident[slab_id]
+                known = self._mappings.get(slab_id)
+                if known is not None:  # the data stays in the segment; a read maps it back
+                    known[0].madvise(mmap.MADV_DONTNEED)
 
     def batch_memory(self) -> int:
         """Bytes of the worker's private memory that may serve its batches, not copies.
 
         Its slabs but those holding a batch alive in this process (every slab it has sent is
-        mapped here; a freed slab's pages here are dropped, so its memory is the worker's
-        alone), plus twice the largest slab: one being written and not yet announced, and
-        the free heap the worker keeps beyond its first batch's
+        mapped here; a freed slab's pages are the worker's alone once this process has
+        dropped them or never read them, and counted as such while this process may still
+        hold them, so that the figure is an upper bound), plus twice the largest slab: one
+        being written and not yet announced, and the free heap the worker keeps beyond its
+        first batch's
         (:func:`~stoker.data._workers.heap.keep_heap`). 0 before any slab.
         """
         sizes = [len(mapping) for mapping, _ in self._mappings.values()]
@@ -411,6 +442,7 @@ class SlabReader:
             finalizer = weakref.finalize(base, self._release, slab_id)
             finalizer.atexit = False
             self.in_use.add(slab_id)
+            self._resident.pop(slab_id, None)
         dtype = np.dtype(dtype_str)
         count = 1
         for extent in shape:
@@ -434,10 +466,14 @@ class SlabReader:
                 reply = unpickler.load()
             finally:
                 self._bases.clear()
+            self._batches += 1
+            if self._resident:
+                self._drop_idle()
         retired = reply.meta.retired
         if retired:
             for slab_id in retired:
                 self._mappings.pop(slab_id, None)
+                self._resident.pop(slab_id, None)
         return reply
 
     def close(self) -> None:
