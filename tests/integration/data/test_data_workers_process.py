@@ -101,10 +101,14 @@ def _read_pages(values: np.ndarray) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
-def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page() -> None:
+def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """A steady pipeline of 2.6 MB batches: the slabs it cycles through stay mapped in the main
     process, so reading a batch takes no page fault (dropping the pages at each release cost
-    about 40 faults a batch here, 16 pages each)."""
+    about 40 faults a batch here, 16 pages each). The pipeline counts as fast whatever this
+    machine's pace: no slab is dropped at its release."""
+    monkeypatch.setattr(slabs_module, "DROP_SHARE", 0.0)
     loader = DataLoader(
         RangeDataset(LARGE * 40, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
     )
@@ -117,10 +121,13 @@ def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page() -> None:
     assert sorted(faults)[len(faults) // 2] <= 4, faults
 
 
-def test_slabs_left_idle_leave_the_main_process_resident_memory() -> None:
+def test_slabs_left_idle_leave_the_main_process_resident_memory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Holding 12 batches grows the pool and the main process's resident shared pages; once
     they are freed, the slabs the worker no longer fills leave them within 2 x IDLE_BATCHES
-    batches, while the batches read meanwhile stay correct."""
+    batches, while the batches read meanwhile stay correct (none dropped at its release)."""
+    monkeypatch.setattr(slabs_module, "DROP_SHARE", 0.0)
     loader = DataLoader(
         RangeDataset(LARGE * 60, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
     )

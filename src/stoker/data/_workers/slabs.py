@@ -20,27 +20,17 @@ share one base buffer object, and a :func:`weakref.finalize` on it puts the slab
 release queue once the last view is freed; the next task sent to that worker carries the
 released ids (``Task.released``), and the worker puts them back on its *free list*, a stack:
 the slab freed last is reused first. A released slab of :data:`DROP_PAGES_FROM` bytes or more
-that the worker has not filled again after :data:`IDLE_BATCHES` more of its batches leaves the
-main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the data stays in
-the segment, and reading a batch in it later maps the pages back). So the main process's RSS
-holds the slabs the pipeline cycles through (pages it shares with the workers: the same memory,
-counted in both processes' RSS) but not the ones left over once the user freed batches it had
-held. Dropping every slab at its release cost more than its copy: the pages came back, 16 at a
-time, when the next batch in it was read (149 faults for a 9.6 MB batch), and the batch rate of
-``benchmarks/loader_bench.py --copy-split`` with a consumer reading its batches fell by 40%.
-
-When the user keeps batches alive, the free list is empty
-and the worker creates another slab: the pool grows to what the user holds.
-
-The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
-array bytes plus an eighth plus 4 KiB, rounded up to 64 KiB. A batch whose arrays do not fit
-sends its overflowing arrays inline this once, and the size becomes what that batch needed plus
-an eighth, rounded up to 64 KiB; smaller slabs are then *retired* as they come back (the reply's
-``Meta.retired`` tells the main process to drop its mapping). When batches shrink below a
-quarter of the threshold, the worker goes back to sending them inline. Each new slab size also
-sets how much freed heap the worker keeps for its next batch's samples
-(:func:`~stoker.data._workers.heap.keep_heap`). The threshold comes from
-``benchmarks/loader_bench.py --transport`` on a 2-core machine.
+leaves the main process's resident memory (``madvise(MADV_DONTNEED)`` on its mapping: the data
+stays in the segment, and reading a batch in it later maps the pages back) at once when its
+worker's batches come slowly enough that mapping the pages back costs little
+(:data:`DROP_SHARE`), and otherwise once the worker has not filled it again after
+:data:`IDLE_BATCHES` more of its batches. So in a fast pipeline the main process's RSS holds the
+slabs it cycles through (pages it shares with the workers: one copy of memory, counted in both
+processes' RSS), and never the ones left over once the user freed batches it had held.
+Dropping every slab at its release cost more than its copy in a fast pipeline: the pages came
+back, 16 at a time, when the next batch in it was read (149 faults for a 9.6 MB batch), and the
+batch rate of ``benchmarks/loader_bench.py --copy-split`` with a consumer reading its batches
+fell by 40%.
 """
 
 from __future__ import annotations
@@ -50,6 +40,7 @@ import io
 import mmap
 import os
 import pickle
+import time
 import weakref
 from collections import deque
 from collections.abc import Sequence
@@ -78,7 +69,9 @@ from stoker.data._workers.shm import (
 
 __all__ = [
     "DROP_PAGES_FROM",
+    "DROP_SHARE",
     "IDLE_BATCHES",
+    "REFAULT_SECONDS_PER_BYTE",
     "SLAB_THRESHOLD",
     "SlabReader",
     "SlabWriter",
@@ -90,6 +83,15 @@ SLAB_THRESHOLD = 32 * 1024
 
 DROP_PAGES_FROM = 2 << 20
 """Slab bytes from which the main process drops its pages of a slab left idle."""
+
+REFAULT_SECONDS_PER_BYTE = 1e-10
+"""What dropping a slab's pages here costs, per byte: the ``madvise`` and the page faults that
+map them back when the next batch there is read (1.0 ms for 9.6 MB on the 2-core development
+machine, ``benchmarks/loader_bench.py --copy-split``)."""
+
+DROP_SHARE = 0.02
+"""A freed large slab's pages are dropped at once when that costs under this share of the
+time between two of its worker's batches (a slow pipeline: 38 MB batches of decoded JPEGs)."""
 
 IDLE_BATCHES = 8
 """A freed slab the worker has not written again after this many of its batches is idle.
@@ -381,12 +383,21 @@ class SlabReader:
         self._bases: dict[int, Any] = {}
         self._batches = 0  # replies decoded that carried a slab
         self._resident: dict[int, int] = {}  # freed large slab -> self._batches at its release
+        self._last_batch: float | None = None  # time.monotonic() of the last such reply
+        self._interval: float | None = None  # their smoothed interval, seconds
 
     def _release(self, slab_id: int) -> None:
         self.in_use.discard(slab_id)
         self.released.append(slab_id)
         known = self._mappings.get(slab_id)
-        if known is not None and len(known[0]) >= DROP_PAGES_FROM:
+        if known is None or len(known[0]) < DROP_PAGES_FROM:
+            return
+        interval = self._interval
+        if interval is not None and len(known[0]) * REFAULT_SECONDS_PER_BYTE < (
+            DROP_SHARE * interval
+        ):
+            known[0].madvise(mmap.MADV_DONTNEED)  # a slow pipeline: the pages can go now
+        else:
             self._resident[slab_id] = self._batches
 
     def _drop_idle(self) -> None:
@@ -467,6 +478,11 @@ class SlabReader:
             finally:
                 self._bases.clear()
             self._batches += 1
+            now = time.monotonic()
+            if self._last_batch is not None:
+                gap = now - self._last_batch
+                self._interval = gap if self._interval is None else 0.8 * self._interval + 0.2 * gap
+            self._last_batch = now
             if self._resident:
                 self._drop_idle()
         retired = reply.meta.retired
