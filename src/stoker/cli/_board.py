@@ -184,6 +184,26 @@ def _path_prefix(flags: Sequence[str]) -> str:
     return prefix.rstrip("/")
 
 
+_OWN_FLAGS = {
+    "--logdir": "give the log dir as stoker board's LOGDIR",
+    "--logdir_spec": "give the log dir as stoker board's LOGDIR",
+    "--grpc_data_provider": "stoker board starts its own data server",
+    "--host": "give --host before --",
+    "--port": "give --port before --",
+    "--bind_all": "give --host 0.0.0.0 before --",
+}
+"""TensorBoard flags that stoker board sets itself, and what to do instead."""
+
+
+def _own_flag(flags: Sequence[str]) -> str | None:
+    """The first of TensorBoard's ``flags`` that stoker board sets itself, as given."""
+    for flag in flags:
+        name = flag.partition("=")[0].replace("-", "_").replace("__", "--", 1)
+        if name in _OWN_FLAGS:
+            return flag
+    return None
+
+
 def _serves(url: str, address: str) -> bool:
     """Whether TensorBoard answers at ``url`` as the page of the data server at ``address``
     (its environment names its flags; a TensorBoard that names none is taken)."""
@@ -264,6 +284,20 @@ def serve(
         tensorboard_args: More flags for TensorBoard.
         command: The command's name in messages.
     """
+    if data_server_only and tensorboard_args:
+        sys.stderr.write(
+            f"{command}: flags after -- go to TensorBoard, which --data-server-only does not "
+            f"start (got {' '.join(tensorboard_args)!r}); give them to your tensorboard\n"
+        )
+        return 2
+    own = _own_flag(tensorboard_args)
+    if own is not None:
+        name = own.partition("=")[0].replace("-", "_").replace("__", "--", 1)
+        sys.stderr.write(
+            f"{command}: {own!r} after -- is a flag stoker board gives TensorBoard itself: "
+            f"{_OWN_FLAGS[name]}\n"
+        )
+        return 2
     if _tensorboard_missing(command):
         return 2
     tensorboard: _TensorBoard | None = None

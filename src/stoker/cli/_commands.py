@@ -160,7 +160,9 @@ def add_board_parser(subparsers: Any) -> None:
         description=(
             "Serve TensorBoard's own web page with its data read by stoker's reader: a gRPC "
             "data server on a free port and TensorBoard's web server connected to it. "
-            "Arguments after -- go to tensorboard (e.g. -- --samples_per_plugin scalars=5000)."
+            "Arguments after -- go to tensorboard (e.g. -- --samples_per_plugin scalars=5000), "
+            "but for the flags stoker board sets itself: --logdir, --grpc_data_provider, "
+            "--host, --port and --bind_all."
         ),
     )
     parser.add_argument("logdir", help="log directory, event file, or URL (s3://bucket/prefix)")

@@ -481,3 +481,48 @@ def test_board_on_a_path_with_spaces_and_unicode(tmp_path: Path) -> None:
         assert board.finish() == 0
     _assert_gone(session)
     assert f"stoker board: read 1 run of {logdir} in " in board.text("err")
+
+
+@pytest.mark.parametrize(
+    ("flags", "advice"),
+    [
+        (["--port", "6010"], "give --port before --"),
+        (["--port=6010"], "give --port before --"),
+        (["--host", "0.0.0.0"], "give --host before --"),
+        (["--bind_all"], "give --host 0.0.0.0 before --"),
+        (["--logdir", "elsewhere"], "give the log dir as stoker board's LOGDIR"),
+        (["--grpc_data_provider=127.0.0.1:1"], "stoker board starts its own data server"),
+    ],
+)
+def test_board_refuses_its_own_flags_after_double_dash(
+    tmp_path: Path, flags: list[str], advice: str
+) -> None:
+    """A flag stoker board gives TensorBoard itself, repeated after --: one line naming it and
+    what to do instead, status 2, nothing started (TensorBoard would take the later one, and the
+    page would be awaited where it is not)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "board", str(tmp_path), "--", *flags],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        f"stoker board: {flags[0]!r} after -- is a flag stoker board gives TensorBoard itself: "
+        f"{advice}\n"
+    )
+    _assert_no_process_with(str(tmp_path))
+
+
+def test_board_data_server_only_refuses_flags_for_tensorboard(tmp_path: Path) -> None:
+    """--data-server-only starts no TensorBoard: flags after -- are an error, not ignored."""
+    result = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "board", str(tmp_path), "--data-server-only",
+         "--", "--samples_per_plugin", "scalars=3"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr == (
+        "stoker board: flags after -- go to TensorBoard, which --data-server-only does not start "
+        "(got '--samples_per_plugin scalars=3'); give them to your tensorboard\n"
+    )
