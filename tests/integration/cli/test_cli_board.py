@@ -333,6 +333,17 @@ def test_board_on_a_missing_log_dir_says_which(tmp_path: Path) -> None:
     _assert_no_process_with(str(missing))
 
 
+def _refused(*args: str) -> str:
+    """Run ``stoker board ARGS`` expecting a refusal: status 2, nothing on stdout; its stderr."""
+    result = subprocess.run(
+        [sys.executable, "-m", "stoker.cli", "board", *args],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert result.returncode == 2, result
+    assert result.stdout == ""
+    return result.stderr
+
+
 @pytest.mark.parametrize(
     ("option", "value", "expected"),
     [
@@ -346,13 +357,7 @@ def test_board_refuses_bad_option_values(
     tmp_path: Path, option: str, value: str, expected: str
 ) -> None:
     """A bad --port or --reload-interval: argparse's one line naming option and value, status 2."""
-    result = subprocess.run(
-        [sys.executable, "-m", "stoker.cli", "board", str(tmp_path), option, value],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr == (
+    assert _refused(str(tmp_path), option, value) == (
         f"stoker board: error: argument {option}: must be {expected}, got {value!r}; "
         "see `stoker board --help`\n"
     )
@@ -500,13 +505,7 @@ def test_board_refuses_its_own_flags_after_double_dash(
     """A flag stoker board gives TensorBoard itself, repeated after --: one line naming it and
     what to do instead, status 2, nothing started (TensorBoard would take the later one, and the
     page would be awaited where it is not)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "stoker.cli", "board", str(tmp_path), "--", *flags],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr == (
+    assert _refused(str(tmp_path), "--", *flags) == (
         f"stoker board: {flags[0]!r} after -- is a flag stoker board gives TensorBoard itself: "
         f"{advice}\n"
     )
@@ -515,14 +514,8 @@ def test_board_refuses_its_own_flags_after_double_dash(
 
 def test_board_data_server_only_refuses_flags_for_tensorboard(tmp_path: Path) -> None:
     """--data-server-only starts no TensorBoard: flags after -- are an error, not ignored."""
-    result = subprocess.run(
-        [sys.executable, "-m", "stoker.cli", "board", str(tmp_path), "--data-server-only",
-         "--", "--samples_per_plugin", "scalars=3"],
-        capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr == (
+    flags = ["--", "--samples_per_plugin", "scalars=3"]
+    assert _refused(str(tmp_path), "--data-server-only", *flags) == (
         "stoker board: flags after -- go to TensorBoard, which --data-server-only does not start "
         "(got '--samples_per_plugin scalars=3'); give them to your tensorboard\n"
     )
