@@ -635,7 +635,7 @@ def split_child(mode: str, n: int, workers: int) -> dict[str, Any]:
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = batches + 1  # the workers' CPU and page faults include their start-up
 
-    def busy(key: str) -> float:
+    def since_first(key: str) -> float:
         value, first = stats[key], before[key]
         if isinstance(value, dict):
             return sum(value.values()) - sum(first.values())
@@ -647,8 +647,8 @@ def split_child(mode: str, n: int, workers: int) -> dict[str, Any]:
         "wall_ms": wall / batches * 1e3,
         "main_cpu_ms": cpu / batches * 1e3,
         "touch_ms": touch / batches * 1e3,
-        "wait_ms": busy("main_wait_seconds") / batches * 1e3,
-        "worker_busy_ms": busy("worker_busy_seconds") / batches * 1e3,
+        "wait_ms": since_first("main_wait_seconds") / batches * 1e3,
+        "worker_busy_ms": since_first("worker_busy_seconds") / batches * 1e3,
         "worker_cpu_ms": (children.ru_utime + children.ru_stime) / total * 1e3,
         "main_faults": faults / batches,
         "worker_faults": children.ru_minflt / total,

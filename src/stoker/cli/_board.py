@@ -196,11 +196,12 @@ _OWN_FLAGS = {
 
 
 def _own_flag(flags: Sequence[str]) -> str | None:
-    """The first of TensorBoard's ``flags`` that stoker board sets itself, as given."""
+    """The message refusing the first of TensorBoard's ``flags`` that stoker board sets
+    itself, or None when there is none."""
     for flag in flags:
-        name = flag.partition("=")[0].replace("-", "_").replace("__", "--", 1)
-        if name in _OWN_FLAGS:
-            return flag
+        advice = _OWN_FLAGS.get(flag.partition("=")[0])
+        if advice is not None:
+            return f"{flag!r} after -- is a flag stoker board gives TensorBoard itself: {advice}"
     return None
 
 
@@ -290,13 +291,9 @@ def serve(
             f"start (got {' '.join(tensorboard_args)!r}); give them to your tensorboard\n"
         )
         return 2
-    own = _own_flag(tensorboard_args)
-    if own is not None:
-        name = own.partition("=")[0].replace("-", "_").replace("__", "--", 1)
-        sys.stderr.write(
-            f"{command}: {own!r} after -- is a flag stoker board gives TensorBoard itself: "
-            f"{_OWN_FLAGS[name]}\n"
-        )
+    refused = _own_flag(tensorboard_args)
+    if refused is not None:
+        sys.stderr.write(f"{command}: {refused}\n")
         return 2
     if _tensorboard_missing(command):
         return 2

@@ -31,6 +31,19 @@ Dropping every slab at its release cost more than its copy in a fast pipeline: t
 back, 16 at a time, when the next batch in it was read (149 faults for a 9.6 MB batch), and the
 batch rate of ``benchmarks/loader_bench.py --copy-split`` with a consumer reading its batches
 fell by 40%.
+
+When the user keeps batches alive, the free list is empty
+and the worker creates another slab: the pool grows to what the user holds.
+
+The slab size rule: all of a worker's slabs have one size. The first large batch sets it to its
+array bytes plus an eighth plus 4 KiB, rounded up to 64 KiB. A batch whose arrays do not fit
+sends its overflowing arrays inline this once, and the size becomes what that batch needed plus
+an eighth, rounded up to 64 KiB; smaller slabs are then *retired* as they come back (the reply's
+``Meta.retired`` tells the main process to drop its mapping). When batches shrink below a
+quarter of the threshold, the worker goes back to sending them inline. Each new slab size also
+sets how much freed heap the worker keeps for its next batch's samples
+(:func:`~stoker.data._workers.heap.keep_heap`). The threshold comes from
+``benchmarks/loader_bench.py --transport`` on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -82,7 +95,8 @@ SLAB_THRESHOLD = 32 * 1024
 """Array bytes in a batch from which it travels in a slab instead of the pipe."""
 
 DROP_PAGES_FROM = 2 << 20
-"""Slab bytes from which the main process drops its pages of a slab left idle."""
+"""Slab bytes from which the main process drops its pages of a freed slab (idle, or in a slow
+pipeline at once)."""
 
 REFAULT_SECONDS_PER_BYTE = 1e-10
 """What dropping a slab's pages here costs, per byte: the ``madvise`` and the page faults that
