@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import subprocess
@@ -102,6 +103,11 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(child(*args.child)))
         return
     loaders = [name for name in args.loaders.split(",") if name]
+    unknown = [name for name in loaders if name not in LOADERS]
+    if unknown or not loaders:
+        parser.error(f"--loaders {args.loaders!r}: give some of {', '.join(LOADERS)}")
+    if args.repeats < 1:
+        parser.error(f"--repeats {args.repeats}: give 1 or more")
     results: dict[tuple[str, str], list[dict[str, Any]]] = {}
     for repeat in range(args.repeats):
         order = loaders[repeat % len(loaders) :] + loaders[: repeat % len(loaders)]
@@ -120,30 +126,35 @@ def _print_table(
     print(f"\n{workload}: {n_samples} samples, {workers} workers, medians of {n}")
     print(
         "| loader | process (s) | import (s) | first batch (ms) | x torch | worst first (ms) "
-        "| epoch (ms) | samples/s | x torch |"
+        "| epoch (ms) | samples/s | x torch | x SPDL |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
 
     def good(loader: str) -> list[dict[str, Any]]:
-        return [r for r in results[(workload, loader)] if "error" not in r]
+        return [r for r in results.get((workload, loader), []) if "error" not in r]
 
     def med(loader: str, key: str) -> float:
         return statistics.median(r[key] for r in good(loader)) if good(loader) else float("nan")
+
+    def ratio(value: float, peer: float) -> str:
+        """``value / peer``, or a dash where the peer was not run or failed."""
+        return "-" if math.isnan(peer) else f"{value / peer:.2f}"
 
     for loader in loaders:
         runs = good(loader)
         if not runs:
             error = results[(workload, loader)][0].get("error", "?")
-            print(f"| {loader} | n/a: {error} |||||||")
+            print(f"| {loader} | n/a: {error} ||||||||")
             continue
         rate = n_samples / med(loader, "epoch")
-        torch_rate = n_samples / med("torch", "epoch") if "torch" in loaders else float("nan")
         print(
             f"| {loader} | {med(loader, 'process'):.2f} | {med(loader, 'import'):.2f} "
             f"| {med(loader, 'first') * 1e3:.0f} "
-            f"| {med(loader, 'first') / med('torch', 'first'):.2f} "
+            f"| {ratio(med(loader, 'first'), med('torch', 'first'))} "
             f"| {max(r['first'] for r in runs) * 1e3:.0f} "
-            f"| {med(loader, 'epoch') * 1e3:.0f} | {rate:,.0f} | {rate / torch_rate:.2f} |"
+            f"| {med(loader, 'epoch') * 1e3:.0f} | {rate:,.0f} "
+            f"| {ratio(rate, n_samples / med('torch', 'epoch'))} "
+            f"| {ratio(rate, n_samples / med('spdl', 'epoch'))} |"
         )
 
 

@@ -9,9 +9,14 @@ in task order, later ones waiting in a reorder buffer; with ``in_order=False`` a
 the next worker with room and each batch is yielded as soon as it arrives.
 
 When the user leaves ``prefetch_factor`` unset (torch's default of 2), process workers whose
-batches prove small go deeper: once as many batches as workers have been yielded, if they moved
-under :data:`AUTO_PREFETCH_BYTES` on average, every worker may run :data:`AUTO_PREFETCH`
-batches ahead, decided once per iterator. Small batches come so fast that a window of two per
+batches prove small go deeper: when the first whole batches arrive (the first replies carrying
+batches; with a split first batch, those after it), if they moved under
+:data:`AUTO_PREFETCH_BYTES` on average, every worker may run :data:`AUTO_PREFETCH` batches
+ahead, decided once per iterator. Deciding on arrival, not on delivery, keeps a worker that
+started first at work while a later one is still starting: decided once as many batches as
+workers had been yielded, the first worker of a fresh loader sat idle for 5-7 ms on the small
+workload of benchmarks/first_batch_bench.py, its two tasks done, waiting on the second
+worker's first batch. Small batches come so fast that a window of two per
 worker makes the loader wait on round trips (a reply, then the next task) rather than on work:
 with 2 workers on 2 cores, batches of 256 samples of 16 floats go from about 680k to 860k
 samples/s at 8 ahead and a few percent more at 16 (``benchmarks/loader_bench.py``), while the
@@ -78,7 +83,7 @@ from stoker.data._workers import (
     Status,
     Task,
     WorkerSetup,
-    start_pool,
+    make_pool,
 )
 
 __all__ = ["AUTO_PREFETCH", "AUTO_PREFETCH_BYTES", "WorkerIter"]
@@ -168,7 +173,6 @@ class WorkerIter(LoaderIter):
         self._prefetch_factor = plan.prefetch_factor
         # an unset prefetch_factor may deepen once the first batches show they are small
         self._depth_pending = plan.prefetch_auto and plan.worker_type == "process"
-        self._batches_seen = 0
         self._in_order = plan.in_order
         self._collate_fn = plan.collate_fn
         self._split_first = (
@@ -201,7 +205,14 @@ class WorkerIter(LoaderIter):
         self._pending_state: dict[int, Any] = {}
         started = time.perf_counter()
         try:
-            self._pool = start_pool(plan.multiprocessing_context, setups, plan.worker_type)
+            self._pool = make_pool(plan.multiprocessing_context, setups, plan.worker_type)
+            self._finalizer = weakref.finalize(self, self._pool.shutdown)
+            # The first window goes into the task pipes before any worker starts: each worker
+            # finds its first task as it starts, and with fork the first worker is at work
+            # while the next one is forked (on the image workload of benchmarks/
+            # first_batch_bench.py it began 3-4 ms sooner).
+            self._start_epoch()
+            self._pool.start()
         except OSError as err:
             _raise_if_out_of_files(err, "starting the workers")
             raise
@@ -212,8 +223,6 @@ class WorkerIter(LoaderIter):
             self._stats.memory.attach(None)
         else:
             self._stats.memory.attach(self._pool.pids, self._pool.batch_memory)
-        self._finalizer = weakref.finalize(self, self._pool.shutdown)
-        self._start_epoch()
 
     @property
     def worker_pids(self) -> list[int]:
@@ -273,18 +282,21 @@ class WorkerIter(LoaderIter):
             return
         self._fill_window()
 
-    def _settle_depth(self) -> None:
-        """With ``prefetch_factor`` unset: once as many batches as workers have come, let
-        every worker run :data:`AUTO_PREFETCH` batches ahead if batches average under
-        :data:`AUTO_PREFETCH_BYTES` (see the module docstring); decided once per iterator."""
-        self._batches_seen += 1
-        if self._batches_seen < self._num_workers:
+    def _settle_depth(self, replies: list[tuple[int, Reply]], moved: int) -> None:
+        """With ``prefetch_factor`` unset: on the first replies carrying whole batches, which
+        moved ``moved`` bytes, let every worker run :data:`AUTO_PREFETCH` batches ahead if
+        they average under :data:`AUTO_PREFETCH_BYTES` (see the module docstring); decided
+        once per iterator."""
+        if self._window_held:
+            return  # shares of a split first batch: slices, not whole batches
+        batches = sum(1 for _, reply in replies if reply.status is BATCH)
+        if not batches:
             return
         self._depth_pending = False
-        moved = self._pool.bytes_inline + self._pool.bytes_in_slabs
-        if moved <= self._batches_seen * AUTO_PREFETCH_BYTES:
+        if moved <= batches * AUTO_PREFETCH_BYTES:
             self._prefetch_factor = max(self._prefetch_factor, AUTO_PREFETCH)
             self._stats.prefetch_depth = self._prefetch_factor
+            self._fill_window()
 
     def _pick_worker(self) -> int | None:
         active = sum(self._active)
@@ -375,6 +387,7 @@ class WorkerIter(LoaderIter):
                 return self._deliver(next(iter(self._ready)))
             if not self._tasks:
                 if not self._persistent:
+                    self._pool.shutdown(wait=False)  # every task answered: no teardown wait
                     self.close()
                 raise StopIteration
             self._wait(self._handle_reply)
@@ -406,8 +419,6 @@ class WorkerIter(LoaderIter):
         self._apply_pending_state(worker_id)
         self._stats.batches_served += 1
         self._stats.memory.on_batch(worker_id, stacklevel=4)  # the caller of next(iterator)
-        if self._depth_pending:
-            self._settle_depth()
         if self._window_held:  # a split first batch: the rest of the window once collated
             self._window_held = False
             try:
@@ -463,6 +474,7 @@ class WorkerIter(LoaderIter):
             if deadline is not None:
                 budget = min(budget, deadline - time.monotonic())
             started = time.perf_counter()
+            moved = self._moved() if self._depth_pending else 0
             try:
                 replies, dead = self._pool.receive(budget)
             except BaseException as err:
@@ -474,12 +486,18 @@ class WorkerIter(LoaderIter):
             self._stats.wait_seconds += time.perf_counter() - started
             for worker_id, reply in replies:
                 handle(worker_id, reply)
+            if self._depth_pending and replies:
+                self._settle_depth(replies, self._moved() - moved)
             if dead:
                 self._fail_dead(dead)
             if replies:
                 return
             if deadline is not None and time.monotonic() >= deadline:
                 self._fail_timeout()
+
+    def _moved(self) -> int:
+        """Bytes received from the workers so far, through pipes and slabs."""
+        return self._pool.bytes_inline + self._pool.bytes_in_slabs
 
     def _held(self, worker_id: int) -> list[tuple[int, Any]]:
         return [

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -226,3 +227,93 @@ def test_ctrl_c_while_waiting_closes_the_iterator(kind: str, tmp_path: Path) -> 
         release.touch()
     assert iterator.closed
     assert not watch.alive_after(workers, within=5)
+
+
+def _reaped(pids: list[int], within: float) -> bool:
+    """Wait up to ``within`` s until no process of ``pids`` exists, zombies included (a
+    zombie still answers ``kill(pid, 0)``: only a join by the main process removes it)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        left = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                left.append(pid)
+            except ProcessLookupError:
+                pass
+        if not left:
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def _hold_exit(worker_id: int) -> None:
+    """worker_init_fn: a non-daemon thread keeps the worker's interpreter from exiting for
+    30 s after its work is done (Python joins such threads at exit)."""
+    threading.Thread(target=time.sleep, args=(30,), daemon=False).start()
+
+
+def _fork_holder(worker_id: int) -> None:
+    """worker_init_fn: a process forked by the worker holds its pipes for 3 s."""
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+
+
+def test_the_end_of_an_epoch_waits_for_no_worker_stuck_in_its_exit() -> None:
+    """Exhausting the iterator returns once the workers have closed their pipes, not after
+    their processes exit: a worker whose interpreter cannot exit (a non-daemon thread) is
+    SIGTERMed in the background after the stop grace, and joined (no zombie left)."""
+    from stoker.data._workers.timeouts import STOP_GRACE
+
+    loader = DataLoader(RangeDataset(8, 4), batch_size=2, num_workers=2, worker_init_fn=_hold_exit)
+    iterator = iter(loader)
+    pids = list(iterator.worker_pids)
+    assert len([next(iterator) for _ in range(4)]) == 4
+    started = time.monotonic()
+    assert list(iterator) == []
+    assert time.monotonic() - started < STOP_GRACE / 2  # a waited stop takes the grace
+    assert _reaped(pids, within=STOP_GRACE + 10)
+    assert [w.exitcode for w in iterator._workers] == [-signal.SIGTERM] * 2
+
+
+def test_a_process_forked_by_a_worker_does_not_hold_up_the_end_of_an_epoch() -> None:
+    """A process a worker forked holds the worker's result pipe open after the worker is
+    gone: the worker's own exit ends the wait, well before that process's."""
+    loader = DataLoader(
+        RangeDataset(8, 4), batch_size=2, num_workers=2, worker_init_fn=_fork_holder
+    )
+    iterator = iter(loader)
+    pids = list(iterator.worker_pids)
+    assert len(list(iterator)) == 4
+    started = time.monotonic()
+    assert list(iterator) == []
+    assert time.monotonic() - started < 0.5
+    assert _reaped(pids, within=10)
+
+
+def test_the_end_of_an_epoch_leaves_no_segment_name() -> None:
+    """Large batches through slabs: by the time the epoch's loop ends, every worker has
+    unlinked its segment names (it does before it closes its pipe)."""
+    loader = DataLoader(RangeDataset(16, 4096), batch_size=8, num_workers=2)
+    assert len(list(loader)) == 2
+    assert loader.stats()["bytes_in_slabs"] > 0
+    assert [n for n in os.listdir("/dev/shm") if n.startswith(f"stoker-data-{os.getpid()}-")] == []
+
+
+def test_nothing_keeps_the_dataset_alive_after_an_epoch() -> None:
+    """The workers stopped at the end of an epoch in the background hold no reference to the
+    dataset: once the loader is dropped, the dataset is freed."""
+    import gc
+    import weakref
+
+    dataset = RangeDataset(8, 4)
+    alive = weakref.ref(dataset)
+    loader = DataLoader(dataset, batch_size=2, num_workers=2)
+    assert len(list(loader)) == 4
+    del dataset, loader
+    deadline = time.monotonic() + 10
+    while alive() is not None and time.monotonic() < deadline:
+        gc.collect()
+        time.sleep(0.05)
+    assert alive() is None

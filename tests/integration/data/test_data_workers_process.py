@@ -299,3 +299,108 @@ def test_the_setup_is_pickled_once_unless_it_holds_per_process_objects() -> None
         assert pickle_once(None, context, setup([per_process])) is None  # type: ignore[arg-type]
     reader.close()
     writer.close()
+
+
+def _pool_setups(workers: int) -> list[Any]:
+    from stoker.data._workers.protocol import WorkerSetup
+
+    return [
+        WorkerSetup(list(range(100, 120)), False, True, list, False, 0, w, workers, None)
+        for w in range(workers)
+    ]
+
+
+def _replies(pool: Any, wanted: int) -> dict[int, Any]:
+    got: dict[int, Any] = {}
+    deadline = time.monotonic() + 30
+    while len(got) < wanted and time.monotonic() < deadline:
+        replies, dead = pool.receive(0.5)
+        assert dead == []
+        got.update((reply.task_id, (worker_id, reply.payload)) for worker_id, reply in replies)
+    return got
+
+
+@pytest.mark.parametrize("kind", ["fork", "spawn", "thread"])
+def test_tasks_sent_before_the_workers_start_are_answered_once_they_start(kind: str) -> None:
+    """The worker iterator sends an epoch's first window before it starts the workers: what
+    waits in a pipe (behind the pickled setup, with spawn) or a thread's queue is answered."""
+    import multiprocessing
+
+    from stoker.data._workers.pool import make_pool
+    from stoker.data._workers.protocol import Task
+
+    context = None if kind == "thread" else multiprocessing.get_context(kind)
+    pool = make_pool(context, _pool_setups(2), "thread" if kind == "thread" else "process")
+    try:
+        for task_id in range(4):
+            pool.send(task_id % 2, Task(task_id, [2 * task_id, 2 * task_id + 1]))
+        pool.start()
+        got = _replies(pool, 4)
+    finally:
+        pool.shutdown()
+    assert got == {t: (t % 2, [100 + 2 * t, 101 + 2 * t]) for t in range(4)}
+
+
+@pytest.mark.parametrize("kind", ["fork", "spawn", "thread"])
+def test_a_pool_never_started_shuts_down_without_leaking_a_descriptor(kind: str) -> None:
+    """A sampler failing while the first window is sent leaves a pool that never started:
+    its shutdown closes every pipe it made and joins nothing."""
+    import multiprocessing
+
+    from stoker.data._workers.pool import make_pool
+    from stoker.data._workers.protocol import Task
+
+    context = None if kind == "thread" else multiprocessing.get_context(kind)
+    before = len(os.listdir("/proc/self/fd"))
+    pool = make_pool(context, _pool_setups(3), "thread" if kind == "thread" else "process")
+    pool.send(0, Task(0, [0]))
+    pool.shutdown()
+    pool.shutdown()
+    assert len(os.listdir("/proc/self/fd")) == before
+    assert pool.workers == [] if kind != "thread" else all(not t.is_alive() for t in pool.workers)
+
+
+def _pipe_ends(pid: int) -> dict[int, set[str]]:
+    """Pipe inode -> the access modes ("r", "w") in which process ``pid`` holds it."""
+    ends: dict[int, set[str]] = {}
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+                flags = int(next(line for line in info if line.startswith("flags:")).split()[1], 8)
+        except (FileNotFoundError, StopIteration):
+            continue
+        if target.startswith("pipe:["):
+            mode = "w" if flags & os.O_ACCMODE == os.O_WRONLY else "r"
+            ends.setdefault(int(target[6:-1]), set()).add(mode)
+    return ends
+
+
+def test_a_forked_worker_holds_no_other_worker_task_pipe_nor_result_pipe_writer() -> None:
+    """Every task pipe exists before the first fork; each forked worker closes the copies it
+    got, so it holds the reading end of its own task pipe and the writing end of its result
+    pipe, and nothing else of any pool pipe: the main process closing a task pipe reads as end
+    of file in its worker, and no worker keeps another's half-written reply from ending."""
+    import multiprocessing
+
+    from stoker.data._workers.pool import make_pool
+    from stoker.data._workers.protocol import Task
+
+    pool: Any = make_pool(multiprocessing.get_context("fork"), _pool_setups(3), "process")
+    try:
+        for worker_id in range(3):
+            pool.send(worker_id, Task(worker_id, [worker_id]))
+        pool.start()
+        assert len(_replies(pool, 3)) == 3  # every worker is past its start
+        task_pipes = [os.fstat(pipe.fileno()).st_ino for pipe in pool.task_pipes]
+        result_pipes = [os.fstat(conn.fileno()).st_ino for conn in pool.result_conns]
+        for worker_id, pid in enumerate(pool.pids):
+            ends = _pipe_ends(pid)
+            assert ends.get(task_pipes[worker_id]) == {"r"}
+            for other in range(3):
+                if other != worker_id:
+                    assert task_pipes[other] not in ends, (worker_id, other)
+                    assert result_pipes[other] not in ends, (worker_id, other)
+            assert ends.get(result_pipes[worker_id]) == {"w"}
+    finally:
+        pool.shutdown()

@@ -10,7 +10,7 @@ Modules outside the package import from here only; docs/design/data_loader.md to
 """
 
 from stoker.data._workers.info import WorkerInfo, get_worker_info
-from stoker.data._workers.pool import WorkerPool, start_pool
+from stoker.data._workers.pool import WorkerPool, make_pool
 from stoker.data._workers.protocol import (
     BATCH,
     EXHAUSTED,
@@ -50,6 +50,6 @@ __all__ = [
     "WorkerPool",
     "WorkerSetup",
     "get_worker_info",
+    "make_pool",
     "register_shared",
-    "start_pool",
 ]

@@ -4,7 +4,9 @@ The loader's worker iterator (:mod:`stoker.data._iter_workers`) sees only this i
 sends tasks and commands, waits for replies and deaths, names a worker in an error, and shuts
 the pool down. Two pools implement it: :class:`~stoker.data._workers.process.ProcessPool`
 (``worker_type="process"``) and :class:`~stoker.data._workers.threads.ThreadPool`
-(``worker_type="thread"``); :func:`start_pool` picks one.
+(``worker_type="thread"``); :func:`make_pool` picks one. A pool is made first and started
+after: what the iterator sends in between (an epoch's first tasks) waits in the workers'
+pipes or queues, so each worker finds its first task the moment it starts.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from stoker.data._workers.process import ProcessPool
 from stoker.data._workers.protocol import Command, Reply, Reset, Task, WorkerSetup
 from stoker.data._workers.threads import ThreadPool
 
-__all__ = ["WorkerPool", "start_pool"]
+__all__ = ["WorkerPool", "make_pool"]
 
 
 class WorkerPool(Protocol):
@@ -33,8 +35,11 @@ class WorkerPool(Protocol):
         ``pid``, ``exitcode``, ``join(timeout)``, ``terminate()``, ``kill()``) or its
         ``threading.Thread`` (``is_alive()``, ``join(timeout)``); a new list each call."""
 
+    def start(self) -> None:
+        """Start the workers, in id order (once, before the first :meth:`receive`)."""
+
     def send(self, worker_id: int, message: Task | Reset | Command) -> None:
-        """Queue a message for one worker without blocking."""
+        """Queue a message for one worker without blocking (before :meth:`start` too)."""
 
     def receive(self, timeout: float) -> tuple[list[tuple[int, Reply]], list[int]]:
         """Wait up to ``timeout`` s; return ``(worker_id, reply)`` pairs and dead worker ids."""
@@ -45,8 +50,10 @@ class WorkerPool(Protocol):
     def exitcode(self, worker_id: int) -> int | None:
         """A worker process's exit code (negative: the signal), or None (running, a thread)."""
 
-    def shutdown(self) -> None:
-        """Stop every worker within a few seconds; idempotent."""
+    def shutdown(self, *, wait: bool = True) -> None:
+        """Stop every worker within a few seconds; idempotent. ``wait=False``: every task is
+        answered, so return once the workers are past their last work and finish the
+        stopping in the background."""
 
     @property
     def bytes_inline(self) -> int:
@@ -64,10 +71,11 @@ class WorkerPool(Protocol):
         """Bytes of a worker's private memory that may serve its batches (0 for threads)."""
 
 
-def start_pool(
+def make_pool(
     context: BaseContext | None, setups: list[WorkerSetup], worker_type: str = "process"
 ) -> WorkerPool:
-    """Start the workers for ``setups``: threads, or processes with ``context`` (or the default)."""
+    """Make the pool for ``setups``, not started: threads, or processes with ``context`` (or
+    the default)."""
     if worker_type == "thread":
         return ThreadPool(setups)
     return ProcessPool(context or multiprocessing.get_context(), setups)

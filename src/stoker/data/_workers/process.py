@@ -40,14 +40,17 @@ while a process is being started (:class:`_OncePickler` finds the first kind; th
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import gc
 import io
 import math
 import os
 import pickle
+import queue
 import select
 import signal
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -160,13 +163,17 @@ def process_main(
     main_pid: int,
     *,
     resume_state: Any = None,
+    inherited: tuple[int, ...] = (),
 ) -> None:
     """Entry point of a worker process: run the worker loop over the process transport.
 
     ``setup`` is None when it comes pickled as the first message on the task pipe (spawn
     and forkserver), and is then completed with ``worker_id`` and ``resume_state``. The
     process ends with exit code :data:`~stoker.data._workers.watchdog.PARENT_GONE_EXIT` when its
-    watchdog finds the main process gone.
+    watchdog finds the main process gone. ``inherited``: with fork, the pipe ends the fork
+    copied that are not this worker's (the main process's ends of every pipe, the other
+    workers' task pipes), closed first: the pool makes every task pipe before it starts a
+    worker.
 
     First, every object the worker holds at its start (with fork: all of the main process's,
     torch's modules and the dataset among them) moves to the collector's permanent generation
@@ -177,6 +184,9 @@ def process_main(
     page that holds one (copy-on-write).
     """
     gc.freeze()
+    for fd in inherited:  # with fork: the other workers' task pipes
+        with contextlib.suppress(OSError):
+            os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     host = ProcessHost(task_conn, result_conn, main_pid)
     host.start_watchdog()  # before any dataset work, which may block for long
@@ -241,7 +251,11 @@ class ProcessPool:
     """The main side of process workers: one process, task pipe and result pipe each."""
 
     def __init__(self, context: BaseContext, setups: list[WorkerSetup]) -> None:
-        """Start one worker process per setup.
+        """Make each worker's task pipe; :meth:`start` then starts the processes.
+
+        Messages sent in between wait in the pipes, so a worker finds its first tasks there
+        when it starts (with fork, the first worker is then at work while the next one is
+        being forked).
 
         Args:
             context: the multiprocessing context (fork, spawn or forkserver).
@@ -257,19 +271,40 @@ class ProcessPool:
         self._poller: Any = None  # made on the first wait, once every worker has started
         self._by_fd: dict[int, Any] = {}
         self._owner_pid = os.getpid()
+        self._context = context
+        self._setups = setups
+        self._shared: bytes | None = None
+        # each worker's end of its task pipe, until that worker has started
+        self._task_readers: list[connection.Connection | None] = []
         self.closed = False
         sweep_orphans()
         try:
-            shared = None
             if setups and context.get_start_method() != "fork":
                 # one blob for all: what differs per worker travels with Process.start
                 common = setups[0]._replace(resume_state=None)
-                shared = self._pickle_once(context, common)
-            for setup in setups:
-                self._start_one(context, setup, shared)
+                self._shared = self._pickle_once(context, common)
+            for _ in setups:
+                task_reader, task_writer = context.Pipe(duplex=False)
+                pipe = TaskPipe(task_writer)
+                self.task_pipes.append(pipe)
+                self._task_readers.append(task_reader)
+                self.readers.append(SlabReader())
+                if self._shared is not None:
+                    pipe.send(self._shared, answered=False)
         except BaseException:
             self.shutdown()
             raise
+
+    def start(self) -> None:
+        """Start the worker processes, in id order."""
+        try:
+            for setup in self._setups:
+                self._start_one(setup)
+        except BaseException:
+            self.shutdown()
+            raise
+        finally:
+            self._setups, self._shared = [], None  # the dataset is the iterator's to keep
 
     @staticmethod
     def _picklable_error(context: BaseContext, err: Exception) -> TypeError:
@@ -302,23 +337,40 @@ class ProcessPool:
             raise self._picklable_error(context, err) from err
         return buffer.getvalue()
 
-    def _start_one(self, context: BaseContext, setup: WorkerSetup, shared: bytes | None) -> None:
-        task_reader, task_writer = context.Pipe(duplex=False)
+    def _start_one(self, setup: WorkerSetup) -> None:
+        context, shared, worker_id = self._context, self._shared, setup.worker_id
+        task_reader = self._task_readers[worker_id]
+        assert task_reader is not None
+        # Made now, not with the task pipes: a worker forked later must not hold this pipe's
+        # writing end, or this worker's death would not end a half-written reply's read.
         reader, writer = context.Pipe(duplex=False)
+        inherited: tuple[int, ...] = ()
+        if context.get_start_method() == "fork":
+            # the main process's ends of every pipe, which a forked child would otherwise keep
+            # open: the main process closing a task pipe then reads as end of file in its
+            # worker, and a worker's write to a main process gone fails instead of filling a
+            # pipe nobody reads; and the other workers' reading ends of their task pipes
+            inherited = tuple(
+                [pipe.fileno() for pipe in self.task_pipes]
+                + [conn.fileno() for conn in [*self.result_conns, reader]]
+                + [
+                    end.fileno()
+                    for other, end in enumerate(self._task_readers)
+                    if other != worker_id and end is not None
+                ]
+            )
         process = context.Process(  # type: ignore[attr-defined]
             target=process_main,
-            args=(None if shared else setup, setup.worker_id, task_reader, writer, os.getpid()),
-            kwargs={"resume_state": setup.resume_state if shared else None},
-            name=f"stoker-data-worker-{setup.worker_id}",
+            args=(None if shared else setup, worker_id, task_reader, writer, os.getpid()),
+            kwargs={
+                "resume_state": setup.resume_state if shared else None,
+                "inherited": inherited,
+            },
+            name=f"stoker-data-worker-{worker_id}",
             daemon=True,
         )
-        pipe = TaskPipe(task_writer)
         grow_pipe(reader)  # a worker then never waits to write a window of small replies
-        self.task_pipes.append(pipe)
         self.result_conns.append(reader)
-        self.readers.append(SlabReader())
-        if shared is not None:
-            pipe.send(shared, answered=False)
         try:
             process.start()
         except (TypeError, AttributeError, pickle.PicklingError) as err:
@@ -326,9 +378,10 @@ class ProcessPool:
         finally:
             writer.close()
             task_reader.close()
+            self._task_readers[worker_id] = None
         self.processes.append(process)
-        self._owner_of[reader] = setup.worker_id
-        self._owner_of[process.sentinel] = setup.worker_id
+        self._owner_of[reader] = worker_id
+        self._owner_of[process.sentinel] = worker_id
 
     @property
     def pids(self) -> list[int]:
@@ -448,11 +501,17 @@ class ProcessPool:
         code: int | None = self.processes[worker_id].exitcode
         return code
 
-    def shutdown(self, grace: float = STOP_GRACE) -> None:
+    def shutdown(self, grace: float = STOP_GRACE, *, wait: bool = True) -> None:
         """Stop every worker: ask, wait up to ``grace`` seconds, then SIGTERM, then SIGKILL.
 
         Safe to call more than once and from a finalizer; returns within about ``grace`` plus
-        twice :data:`~stoker.data._workers.timeouts.KILL_GRACE`.
+        twice :data:`~stoker.data._workers.timeouts.KILL_GRACE`. With ``wait=False`` (the end
+        of an epoch, every task answered) it returns as soon as every worker has closed its
+        result pipe, the last thing a worker does before its process exits (its segment names
+        are unlinked by then), and the joins, with the same escalation, go to a background
+        thread: the kernel's teardown of a forked worker's memory takes 1-3 ms that the epoch
+        then does not wait for. A worker that has not closed its pipe within ``grace`` is
+        stopped as with ``wait=True``.
         """
         if self.closed:
             return
@@ -464,6 +523,42 @@ class ProcessPool:
             pipe.try_send_now(stop_message)
             with contextlib.suppress(OSError):
                 pipe.close()  # end of file also tells the worker to stop
+        if not wait and self._all_hung_up(grace):
+            self._close_ends()
+            _REAPER.submit(self._join_all, grace)
+            return
+        self._join_all(grace)
+        self._close_ends()
+
+    def _all_hung_up(self, grace: float) -> bool:
+        """Wait up to ``grace`` s until every worker has closed its result pipe or exited
+        (a process the worker forked may hold the pipe open; its exit then decides)."""
+        if len(self.processes) != len(self.task_pipes):
+            return False  # a worker never started
+        waiting = select.poll()
+        owner: dict[int, int] = {}
+        ends = zip(self.result_conns, self.processes, strict=True)
+        for worker_id, (conn, process) in enumerate(ends):
+            for fd in (conn.fileno(), process.sentinel):
+                waiting.register(fd, select.POLLIN)
+                owner[fd] = worker_id
+        pipes = {conn.fileno() for conn in self.result_conns}
+        left = set(range(len(self.processes)))
+        deadline = time.monotonic() + grace
+        while left:
+            budget = deadline - time.monotonic()
+            if budget <= 0:
+                return False
+            for fd, events in waiting.poll(math.ceil(budget * 1000)):
+                if fd in pipes and (events & select.POLLIN or not events & select.POLLHUP):
+                    return False  # a message nobody asked for: stop it as a busy worker
+                waiting.unregister(fd)
+                left.discard(owner[fd])
+        return True
+
+    def _join_all(self, grace: float) -> None:
+        """Join the workers within ``grace`` s, SIGTERM then SIGKILL those left, and unlink
+        the segment names of every one that ran."""
         deadline = time.monotonic() + grace
         for process in self.processes:
             process.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -477,10 +572,57 @@ class ProcessPool:
             deadline = time.monotonic() + KILL_GRACE
             for process in alive:
                 process.join(timeout=max(0.0, deadline - time.monotonic()))
-        for conn in self.result_conns:
-            conn.close()
         for process in self.processes:
             if process.pid is not None:
                 unlink_segments(self._owner_pid, process.pid)
+
+    def _close_ends(self) -> None:
+        for conn in self.result_conns:
+            conn.close()
+        for end in self._task_readers:
+            if end is not None:  # a worker that never started
+                end.close()
         for reader in self.readers:
             reader.close()
+
+
+class _Reaper:
+    """One daemon thread that joins the workers of pools shut down without waiting.
+
+    Started on first use, and again in a forked child that uses a pool of its own (the thread
+    does not survive a fork). A job is :meth:`ProcessPool._join_all`: the workers have closed
+    their pipes and are exiting, so a join returns within milliseconds; a worker stuck in its
+    interpreter's exit (a non-daemon thread of the dataset's) is terminated, then killed, as a
+    waited shutdown would.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[tuple[Callable[[float], None], float]] = queue.SimpleQueue()
+        self._started = False
+        self._lock = threading.Lock()
+        os.register_at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        self._jobs = queue.SimpleQueue()
+        self._started = False
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[float], None], grace: float) -> None:
+        """Run ``job(grace)`` in the background thread."""
+        self._jobs.put((job, grace))
+        with self._lock:
+            if not self._started:
+                # the low-level start: threading.Thread.start waits until the new thread
+                # runs, 2-3 ms at the end of an epoch while the exiting workers hold the cores
+                _thread.start_new_thread(self._run, ())
+                self._started = True
+
+    def _run(self) -> None:
+        while True:
+            job, grace = self._jobs.get()
+            with contextlib.suppress(Exception):  # a join's OSError must not end the thread
+                job(grace)
+            del job  # the pool, until the next job comes
+
+
+_REAPER = _Reaper()

@@ -66,6 +66,10 @@ class TaskPipe:
         self.closed = False
         self.broken = False
 
+    def fileno(self) -> int:
+        """The writing end's file descriptor."""
+        return self._writer.fileno()
+
     @property
     def busy(self) -> bool:
         """Whether messages wait to be written (the caller should call :meth:`flush` soon)."""

@@ -144,7 +144,7 @@ class ThreadPool:
     """The main side of thread workers: one thread and task queue per worker."""
 
     def __init__(self, setups: list[WorkerSetup]) -> None:
-        """Start one daemon thread per setup."""
+        """Make one daemon thread per setup; :meth:`start` starts them."""
         self._results: _Results = queue.Queue()
         self._tasks: list[queue.Queue[Task | Reset | Command]] = []
         self.threads: list[threading.Thread] = []
@@ -166,6 +166,10 @@ class ThreadPool:
             )
             self._tasks.append(tasks)
             self.threads.append(thread)
+
+    def start(self) -> None:
+        """Start the worker threads (tasks sent before wait in their queues)."""
+        for thread in self.threads:
             thread.start()
 
     @property
@@ -217,8 +221,9 @@ class ThreadPool:
         """None: a thread has no exit code."""
         return None
 
-    def shutdown(self, grace: float = STOP_GRACE) -> None:
-        """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent."""
+    def shutdown(self, grace: float = STOP_GRACE, *, wait: bool = True) -> None:
+        """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent
+        (``wait`` is for the pool interface: a thread's end costs nothing to wait for)."""
         if self.closed:
             return
         self.closed = True
@@ -231,5 +236,5 @@ class ThreadPool:
         deadline = time.monotonic() + grace
         current = threading.current_thread()
         for thread in self.threads:
-            if thread is not current:
+            if thread is not current and thread.ident is not None:  # started
                 thread.join(timeout=max(0.0, deadline - time.monotonic()))
