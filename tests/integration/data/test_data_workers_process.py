@@ -127,7 +127,11 @@ def test_slabs_left_idle_leave_the_main_process_resident_memory(
     """Holding 12 batches grows the pool and the main process's resident shared pages; once
     they are freed, the slabs the worker no longer fills leave them within 2 x IDLE_BATCHES
     batches, while the batches read meanwhile stay correct (none dropped at its release)."""
+    from stoker.data._workers.process import _REAPER
+
     monkeypatch.setattr(slabs_module, "DROP_SHARE", 0.0)
+    # an earlier test's epoch ended without waiting: its slabs leave this process meanwhile
+    assert _REAPER.wait_idle(10)
     loader = DataLoader(
         RangeDataset(LARGE * 60, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
     )

@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -121,3 +122,27 @@ def test_the_watchdog_unlinks_the_names_and_exits_with_its_code(tmp_path: Path) 
         if child.is_alive():
             child.kill()
             child.join(timeout=5)
+
+
+def _create_after_stop(directory: str) -> None:
+    """Child: stop naming, then try to create a segment from another thread; report."""
+    from stoker.data._workers.shm import create_segment, stop_naming
+
+    stop_naming()
+    thread = threading.Thread(
+        target=create_segment, args=("stoker-data-1-2-3", 4096, directory), daemon=True
+    )
+    thread.start()
+    thread.join(0.5)
+    os._exit(0 if thread.is_alive() and not os.listdir(directory) else 1)
+
+
+def test_after_stop_naming_no_thread_creates_a_segment(tmp_path: Path) -> None:
+    """The watchdog's first step: once naming is stopped, a slab the worker's main thread
+    starts to create waits (the process ends first) and no name appears."""
+    context = multiprocessing.get_context("fork")
+    child = context.Process(target=_create_after_stop, args=(str(tmp_path),), daemon=True)
+    child.start()
+    child.join(timeout=10)
+    assert child.exitcode == 0
+    assert list(tmp_path.iterdir()) == []

@@ -49,7 +49,11 @@ class _Pair:
 
 @pytest.fixture
 def pair(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> _Pair:
-    """A writer/reader pair whose segments live in a temporary directory."""
+    """A writer/reader pair whose segments live in a temporary directory (once an earlier
+    test's workers, stopped in the background, have left this process's memory alone)."""
+    from stoker.data._workers.process import _REAPER
+
+    assert _REAPER.wait_idle(10)
     directory = str(tmp_path)
     real_map = _shm.map_segment
     monkeypatch.setattr(

@@ -36,6 +36,7 @@ import mmap
 import os
 import re
 import stat
+import threading
 
 __all__ = [
     "SEGMENT_PREFIX",
@@ -49,6 +50,7 @@ __all__ = [
     "segment_name",
     "segment_pids",
     "shm_free_bytes",
+    "stop_naming",
     "sweep_orphans",
     "unlink_owned",
     "unlink_segments",
@@ -113,6 +115,30 @@ def _full_error(size: int, free: int, directory: str) -> SharedMemoryFullError:
     )
 
 
+_naming = threading.Lock()
+"""Held while a segment name is created; taken for good by :func:`stop_naming`."""
+
+
+def _new_naming_lock() -> None:
+    global _naming
+    _naming = threading.Lock()  # a child forked while another thread held it
+
+
+os.register_at_fork(after_in_child=_new_naming_lock)
+
+
+def stop_naming(timeout: float = 1.0) -> None:
+    """Let no thread of this process create a segment name from now on.
+
+    A worker's watchdog calls it before it unlinks the worker's names and ends the process:
+    without it, the worker's main thread, still working through its queued tasks, could
+    create a slab while the watchdog's unlinking had released the GIL (listing the directory),
+    and that name outlived both processes. Waits up to ``timeout`` seconds for a creation in
+    progress.
+    """
+    _naming.acquire(timeout=timeout)
+
+
 def create_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
     """Create segment ``name`` of ``size`` bytes with every page reserved, and map it.
 
@@ -125,7 +151,8 @@ def create_segment(name: str, size: int, directory: str = SHM_DIR) -> mmap.mmap:
     if size > free:
         raise _full_error(size, free, directory)
     path = os.path.join(directory, name)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+    with _naming:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         try:
             os.posix_fallocate(fd, 0, size)
