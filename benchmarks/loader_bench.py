@@ -632,6 +632,7 @@ def split_child(mode: str, n: int, workers: int) -> dict[str, Any]:
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     stats = loader.stats()
     del iterator, loader
+    _reap_children()  # the epoch's end does not wait for the workers' exit: their CPU then counts
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     total = batches + 1  # the workers' CPU and page faults include their start-up
 
