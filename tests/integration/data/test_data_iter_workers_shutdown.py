@@ -317,3 +317,22 @@ def test_nothing_keeps_the_dataset_alive_after_an_epoch() -> None:
         gc.collect()
         time.sleep(0.05)
     assert alive() is None
+
+
+def test_ctrl_c_while_the_epoch_ends_still_joins_the_workers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """KeyboardInterrupt while the end of an epoch waits for the workers' pipes reaches the
+    caller, and the workers are still joined, in the background (no zombie left)."""
+    from stoker.data._workers.process import ProcessPool
+
+    def interrupted(self: Any, grace: float) -> bool:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(ProcessPool, "_all_hung_up", interrupted)
+    iterator = iter(DataLoader(RangeDataset(8, 4), batch_size=2, num_workers=2))
+    pids = list(iterator.worker_pids)
+    assert len([next(iterator) for _ in range(4)]) == 4
+    with pytest.raises(KeyboardInterrupt):
+        next(iterator)
+    assert _reaped(pids, within=10)

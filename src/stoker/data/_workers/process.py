@@ -526,10 +526,17 @@ class ProcessPool:
             pipe.try_send_now(stop_message)
             with contextlib.suppress(OSError):
                 pipe.close()  # end of file also tells the worker to stop
-        if not wait and self._all_hung_up(grace):
-            self._close_pipes()
-            _REAPER.submit(self._finish, grace)
-            return
+        if not wait:
+            try:
+                ended = self._all_hung_up(grace)
+            except BaseException:  # Ctrl-C in the wait: the joins still happen, in the thread
+                self._close_pipes()
+                _REAPER.submit(self._finish, grace)
+                raise
+            if ended:
+                self._close_pipes()
+                _REAPER.submit(self._finish, grace)
+                return
         self._finish(grace)
         self._close_pipes()
 
