@@ -34,6 +34,8 @@ from typing import Any, Protocol
 
 from stoker.tensorboard._remote import filesystem, is_url, local_path
 
+__all__ = ["Destination", "LocalDestination", "RemoteDestination", "make_destination"]
+
 _TRIES = 3
 _BACKOFF = 0.5
 _log = logging.getLogger(__name__)

@@ -32,6 +32,16 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+__all__ = [
+    "DEFAULT_REMOTE_FILE_BYTES",
+    "DEFAULT_REMOTE_FILE_SECS",
+    "Rotation",
+    "create_event_file",
+    "event_file_name",
+    "is_event_file",
+    "unique_subdir",
+]
+
 # One process-wide counter, like TensorBoard's own writer: it keeps names unique when several
 # writers open files in the same directory within the same second.
 _file_counter = itertools.count()

@@ -48,6 +48,17 @@ from stoker.tensorboard._proto.wire import (
     zigzag,
 )
 
+__all__ = [
+    "FIXED_DTYPES",
+    "MAX_DEPTH",
+    "REGISTRY",
+    "VARINT_KINDS",
+    "Field",
+    "MessageType",
+    "f",
+    "m",
+]
+
 VARINT_KINDS = frozenset({"int32", "int64", "uint32", "uint64", "bool", "enum", "sint32", "sint64"})
 """Field kinds written as varints (wire type 0)."""
 FIXED_DTYPES = {"double": "<f8", "float": "<f4", "fixed64": "<u8", "fixed32": "<u4"}

@@ -23,6 +23,32 @@ from typing import Any
 
 import numpy as np
 
+__all__ = [
+    "DOUBLE",
+    "FLOAT",
+    "I32",
+    "I64",
+    "LEN",
+    "MAX_MESSAGE_BYTES",
+    "UINT32",
+    "UINT64",
+    "VARINT",
+    "WireError",
+    "decode_varint",
+    "encode_varint",
+    "iter_fields",
+    "key",
+    "length_delimited",
+    "pack_float32",
+    "pack_varints",
+    "to_signed32",
+    "to_signed64",
+    "unpack_varints",
+    "unpack_varints_array",
+    "unzigzag",
+    "zigzag",
+]
+
 VARINT = 0
 I64 = 1
 LEN = 2

@@ -45,6 +45,8 @@ from stoker.tensorboard._read.values import (
     TextEvent,
 )
 
+__all__ = ["Reader", "read_events"]
+
 
 def _check_root(path: str | os.PathLike[str]) -> str:
     if not isinstance(path, (str, os.PathLike)):

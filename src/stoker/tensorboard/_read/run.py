@@ -59,6 +59,8 @@ from stoker.tensorboard._read.values import (
     TextEvent,
 )
 
+__all__ = ["KINDS", "RawTensor", "RunData"]
+
 # A block whose events are more than one in this many something other than plain scalars is
 # taken one event at a time: splitting it into runs of scalars would cost more than it saves.
 _ONE_BY_ONE = 8

@@ -30,6 +30,8 @@ from stoker.tensorboard._png import png_channels
 from stoker.tensorboard._proto import WAV_CONTENT_TYPE
 from stoker.tensorboard._read.values import AudioEvent, HistogramEvent, ImageEvent
 
+__all__ = ["audio_from_tensor", "histogram_from_tensor", "images_from_tensor"]
+
 _FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 

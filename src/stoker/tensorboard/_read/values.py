@@ -18,6 +18,18 @@ import numpy as np
 
 from stoker.tensorboard._read.errors import EventFileError
 
+__all__ = [
+    "MAX_PIXEL_BYTES_PER_BYTE",
+    "AudioEvent",
+    "Event",
+    "HParams",
+    "HistogramEvent",
+    "ImageEvent",
+    "ScalarSeries",
+    "TensorEvent",
+    "TextEvent",
+]
+
 MAX_PIXEL_BYTES_PER_BYTE = 4096
 """Most decoded bytes an image may claim per encoded byte (zlib tops out near 1032, GIF's LZW
 near 2730); a header claiming more is not decoded, so a small image cannot take gigabytes."""

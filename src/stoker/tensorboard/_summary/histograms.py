@@ -17,6 +17,8 @@ import numpy as np
 from stoker.tensorboard._proto import summary_of, summary_value
 from stoker.tensorboard._summary.inputs import as_numpy, check_tag, scalar_to_float
 
+__all__ = ["default_bins", "histogram", "histogram_proto", "histogram_raw"]
+
 
 @functools.lru_cache(maxsize=1)
 def default_bins() -> np.ndarray[Any, np.dtype[np.float64]]:
