@@ -6,9 +6,12 @@ workers (``worker_type="thread"``), which must give the same batches in the same
 
 from __future__ import annotations
 
+import functools
 import multiprocessing
+import os
 import random
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -342,3 +345,31 @@ def test_persistent_workers_restart_iterable_replicas_each_epoch(kind: str) -> N
     ) as loader:
         epochs = [sorted(x for b in loader for x in np.asarray(b).tolist()) for _ in range(3)]
     assert epochs == [list(range(7))] * 3
+
+
+def _worker_1_waits_for(marker: str, worker_id: int) -> None:
+    """worker_init_fn: worker 1 starts only once ``marker`` exists (30 s at most)."""
+    deadline = time.monotonic() + 30
+    while worker_id == 1 and not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def test_the_deeper_window_opens_when_the_first_batch_arrives(tmp_path: Path) -> None:
+    """An unset prefetch_factor deepens as soon as small batches arrive, not once as many as
+    workers have been yielded: with worker 1 still starting, worker 0 runs AUTO_PREFETCH
+    batches ahead after the first batch (a window of two would leave it at three)."""
+    marker = tmp_path / "start-worker-1"
+    counter = multiprocessing.get_context("fork").Value("i", 0)
+    loader = DataLoader(
+        CountingDataset(100, counter),
+        batch_size=1,
+        num_workers=2,
+        multiprocessing_context="fork",
+        worker_init_fn=functools.partial(_worker_1_waits_for, str(marker)),
+    )
+    with iter(loader) as iterator:
+        assert int(next(iterator)[1][0]) == 0
+        assert counter_settles_at(counter, AUTO_PREFETCH, within=10) >= AUTO_PREFETCH
+        marker.touch()
+        assert [int(labels[0]) for _, labels in iterator] == list(range(1, 100))
+    assert loader.stats()["prefetch_depth"] == AUTO_PREFETCH

@@ -184,7 +184,7 @@ def process_main(
     page that holds one (copy-on-write).
     """
     gc.freeze()
-    for fd in inherited:  # with fork: the other workers' task pipes
+    for fd in inherited:  # with fork: pipe ends that are not this worker's
         with contextlib.suppress(OSError):
             os.close(fd)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -510,11 +510,12 @@ class ProcessPool:
         Safe to call more than once and from a finalizer; returns within about ``grace`` plus
         twice :data:`~stoker.data._workers.timeouts.KILL_GRACE`. With ``wait=False`` (the end
         of an epoch, every task answered) it returns as soon as every worker has closed its
-        result pipe, the last thing a worker does before its process exits (its segment names
-        are unlinked by then), and the joins, with the same escalation, go to a background
-        thread: the kernel's teardown of a forked worker's memory takes 1-3 ms that the epoch
-        then does not wait for. A worker that has not closed its pipe within ``grace`` is
-        stopped as with ``wait=True``.
+        result pipe, which a worker does once its segment names are unlinked, just before it
+        exits, and the joins, with the same escalation, and the unmapping of the slabs go to
+        a background thread: the kernel's teardown of a forked worker's memory (1-3 ms) and
+        the freeing of the slabs' pages (10-15 ms for image batches) are then not waited for.
+        A worker that has not closed its pipe within ``grace`` is stopped as with
+        ``wait=True``.
         """
         if self.closed:
             return
@@ -530,15 +531,17 @@ class ProcessPool:
             try:
                 ended = self._all_hung_up(grace)
             except BaseException:  # Ctrl-C in the wait: the joins still happen, in the thread
-                self._close_pipes()
-                _REAPER.submit(self._finish, grace)
+                self._finish_in_background(grace)
                 raise
             if ended:
-                self._close_pipes()
-                _REAPER.submit(self._finish, grace)
+                self._finish_in_background(grace)
                 return
         self._finish(grace)
         self._close_pipes()
+
+    def _finish_in_background(self, grace: float) -> None:
+        self._close_pipes()
+        _REAPER.submit(self._finish, grace)
 
     def _finish(self, grace: float) -> None:
         """Join the workers (see :meth:`_join_all`), then drop this process's mappings of
@@ -605,10 +608,10 @@ class _Reaper:
     """One daemon thread that joins the workers of pools shut down without waiting.
 
     Started on first use, and again in a forked child that uses a pool of its own (the thread
-    does not survive a fork). A job is :meth:`ProcessPool._join_all`: the workers have closed
-    their pipes and are exiting, so a join returns within milliseconds; a worker stuck in its
-    interpreter's exit (a non-daemon thread of the dataset's) is terminated, then killed, as a
-    waited shutdown would.
+    does not survive a fork). A job is :meth:`ProcessPool._finish`: the workers have closed
+    their pipes and are exiting, so a join returns within milliseconds (a worker stuck in its
+    interpreter's exit, a non-daemon thread of the dataset's, is terminated, then killed, as a
+    waited shutdown would), and the slabs' pages are freed there, off the caller's thread.
     """
 
     def __init__(self) -> None:
@@ -625,13 +628,12 @@ class _Reaper:
         """Run ``job(grace)`` in the background thread."""
         with self._lock:
             self._outstanding += 1
-        self._jobs.put((job, grace))
-        with self._lock:
             if not self._started:
                 # the low-level start: threading.Thread.start waits until the new thread
                 # runs, 2-3 ms at the end of an epoch while the exiting workers hold the cores
                 _thread.start_new_thread(self._run, ())
                 self._started = True
+        self._jobs.put((job, grace))
 
     def _run(self) -> None:
         while True:
