@@ -280,7 +280,6 @@ class ProcessPool:
         # each worker's end of its task pipe, until that worker has started
         self._task_readers: list[connection.Connection | None] = []
         self.closed = False
-        sweep_orphans()
         try:
             if setups and context.get_start_method() != "fork":
                 # one blob for all: what differs per worker travels with Process.start
@@ -303,6 +302,9 @@ class ProcessPool:
         try:
             for setup in self._setups:
                 self._start_one(setup)
+            # names left by processes that died: swept once the workers are at work, not
+            # before the first one is forked (the first sweep in a process cost up to 1 ms)
+            sweep_orphans()
         except BaseException:
             self.shutdown()
             raise
