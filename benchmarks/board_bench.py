@@ -132,7 +132,7 @@ def per_tag_counts(points: int) -> dict[str, int]:
 
 
 def _proc_table() -> dict[int, tuple[int, int, int, int]]:
-    """pid -> (ppid, session, start time, RSS bytes) of every process in /proc."""
+    """PID -> (ppid, session, start time, RSS bytes) of every process in /proc."""
     table = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
@@ -170,6 +170,7 @@ class TreeWatch:
     """Samples the RSS of a process tree every ``interval`` seconds from a thread."""
 
     def __init__(self, root: int, interval: float = 0.05) -> None:
+        """Start sampling the tree rooted at process ``root``."""
         self.root = root
         self.peak = 0
         self.seen: dict[int, int] = {}  # pid -> start time, every member ever sampled
@@ -207,6 +208,7 @@ class Server:
     """A command started in a session of its own, its tree watched, killed on every path."""
 
     def __init__(self, command: list[str], env: dict[str, str], log: Path) -> None:
+        """Start ``command`` with ``env``, its output to ``log``, and watch its tree."""
         self.log = log
         self.started = time.perf_counter()
         with log.open("wb") as out:
@@ -551,7 +553,7 @@ def images(args: argparse.Namespace) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def moto_server(logs: Path) -> Iterator[str]:
-    """moto's S3 server on 127.0.0.1 (as the tests start it); its tree killed after."""
+    """Moto's S3 server on 127.0.0.1 (as the tests start it); its tree killed after."""
     port = logdir_bench._free_port()
     command = [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)]
     with serving(command, {**os.environ, **_CREDENTIALS}, logs / "moto.log") as server:

@@ -81,13 +81,16 @@ class SmallData:
     """Sample i: a view of 16 float32 values and the int label i."""
 
     def __init__(self, n: int) -> None:
+        """Make ``n`` samples over one seeded table of random values."""
         self.n = n
         self.table = np.random.default_rng(0).standard_normal((n, 16), dtype=np.float32)
 
     def __len__(self) -> int:
+        """Number of samples."""
         return self.n
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
+        """Sample ``index``: its row of the table and the label ``index``."""
         return self.table[index], index
 
 
@@ -95,13 +98,16 @@ class ImageData:
     """Sample i: one of 8 preloaded 3x224x224 uint8 images and the int label i."""
 
     def __init__(self, n: int) -> None:
+        """Make ``n`` samples over 8 seeded random images."""
         self.n = n
         self.images = np.random.default_rng(0).integers(0, 255, (8, 3, 224, 224), dtype=np.uint8)
 
     def __len__(self) -> int:
+        """Number of samples."""
         return self.n
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
+        """Sample ``index``: image ``index % 8`` and the label ``index``."""
         return self.images[index % 8], index
 
 
@@ -109,12 +115,15 @@ class CpuData:
     """Sample i: about 0.5 ms of NumPy work (matrix products seeded by i)."""
 
     def __init__(self, n: int) -> None:
+        """Make ``n`` samples."""
         self.n = n
 
     def __len__(self) -> int:
+        """Number of samples."""
         return self.n
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
+        """Sample ``index``: the result's first row (work seeded by ``index``) and the label."""
         rng = np.random.default_rng(index)
         x = rng.standard_normal((64, 64))
         for _ in range(30):
@@ -804,7 +813,8 @@ def jpeg_sample(root: str, index: int) -> tuple[Any, int]:
     """Decode JPEG ``index``, random-resized crop to 224, flip, normalise to float32 CHW.
 
     The result is C-contiguous, as torchvision's ``ToTensor`` and ``Normalize`` give it, so a
-    batch stacked with ``np.stack`` (the plain loop) has the layout every loader delivers."""
+    batch stacked with ``np.stack`` (the plain loop) has the layout every loader delivers.
+    """
     from PIL import Image
 
     import stoker.data as sd
@@ -826,13 +836,16 @@ class JpegFolder:
     """Map-style dataset over the generated JPEGs: sample i is ``jpeg_sample(root, i)``."""
 
     def __init__(self, root: str, n: int) -> None:
+        """Serve ``n`` samples from the JPEGs generated under ``root``."""
         self.root = root
         self.n = n
 
     def __len__(self) -> int:
+        """Number of samples."""
         return self.n
 
     def __getitem__(self, index: int) -> tuple[Any, int]:
+        """Sample ``index``: ``jpeg_sample(root, index)``."""
         return jpeg_sample(self.root, index)
 
 
@@ -1151,13 +1164,16 @@ class CowData:
     """Sample i: ``(texts[i], records[i])``, from plain lists or stoker's containers."""
 
     def __init__(self, texts: Any, records: Any) -> None:
+        """Pair ``texts`` with ``records``, index by index."""
         self.texts = texts
         self.records = records
 
     def __len__(self) -> int:
+        """Number of samples: the number of texts."""
         return len(self.texts)
 
     def __getitem__(self, index: int) -> tuple[str, dict[str, Any]]:
+        """Sample ``index``: ``(texts[index], records[index])``."""
         return self.texts[index], self.records[index]
 
 
@@ -1165,12 +1181,15 @@ class CowOrder:
     """One fixed shuffled order of ``range(n)`` as a sampler, handed out in chunks of ints."""
 
     def __init__(self, n: int, seed: int = 0) -> None:
+        """Draw the order: a permutation of ``range(n)`` seeded by ``seed``."""
         self.perm = np.random.default_rng(seed).permutation(n)
 
     def __len__(self) -> int:
+        """Number of indices."""
         return len(self.perm)
 
     def __iter__(self) -> Iterator[int]:
+        """Yield the order's indices as ints, converted 65536 at a time."""
         for start in range(0, len(self.perm), 65536):
             yield from self.perm[start : start + 65536].tolist()
 

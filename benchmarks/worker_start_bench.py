@@ -30,13 +30,16 @@ class Holder:
     """A map-style dataset over one big array (and, optionally, a Lock)."""
 
     def __init__(self, data: Any, lock: Any = None) -> None:
+        """Hold ``data`` and ``lock``."""
         self.data = data
         self.lock = lock
 
     def __len__(self) -> int:
+        """Number of samples: always 64."""
         return 64
 
     def __getitem__(self, index: int) -> int:
+        """Sample ``index``: the index itself."""
         return index
 
 

@@ -220,8 +220,11 @@ CROSS_PART_FACADES = {
 
 
 def _private_root(target: str) -> str | None:
-    """The package that owns ``target``'s first private part (``stoker.data`` for
-    ``stoker.data._workers.loop``), or None when every part is public."""
+    """The package that owns ``target``'s first private part, or None when every part is public.
+
+    The package that owns ``target``'s first private part (``stoker.data`` for
+    ``stoker.data._workers.loop``), or None when every part is public.
+    """
     parts = target.split(".")
     for position, part in enumerate(parts):
         if part.startswith("_") and not part.startswith("__"):
@@ -284,8 +287,11 @@ def test_every_cross_part_facade_exists_and_is_used_by_its_part() -> None:
 
 @pytest.mark.parametrize("package", PUBLIC_PACKAGES)
 def test_public_objects_show_their_public_module(package: str) -> None:
-    """Every class and function in ``__all__`` reports the package as its module (for repr,
-    tracebacks, help() and pickles), e.g. ``stoker.data.DataLoader``."""
+    """Every class and function in ``__all__`` reports the package as its module.
+
+    Every class and function in ``__all__`` reports the package as its module (for repr,
+    tracebacks, help() and pickles), e.g. ``stoker.data.DataLoader``.
+    """
     namespace = importlib.import_module(package)
     wrong = {}
     for name in namespace.__all__:

@@ -39,8 +39,11 @@ def test_all_is_sorted_and_unique(name: str) -> None:
 
 @pytest.mark.parametrize("name", PACKAGES)
 def test_public_names_have_docstrings(name: str) -> None:
-    """Every exported class and function stoker defines carries a docstring (names a package
-    re-exports from torch keep torch's)."""
+    """Every exported class and function stoker defines carries a docstring.
+
+    Every exported class and function stoker defines carries a docstring (names a package
+    re-exports from torch keep torch's).
+    """
     module = importlib.import_module(name)
     undocumented = [
         attr
@@ -62,8 +65,11 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_import_stoker_torch_imports_nothing_but_its_data_door_imports_torch() -> None:
-    """`import stoker.torch` loads no torch (the package only names its doors); importing
-    `stoker.torch.data` imports torch, as any torch program has."""
+    """`import stoker.torch` loads no torch; importing `stoker.torch.data` imports torch.
+
+    `import stoker.torch` loads no torch (the package only names its doors); importing
+    `stoker.torch.data` imports torch, as any torch program has.
+    """
     assert "torch" not in _modules_after("import stoker.torch")
     assert "torch" in _modules_after("import stoker.torch.data")
 

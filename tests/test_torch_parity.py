@@ -101,8 +101,11 @@ def test_the_torch_door_has_every_public_name_of_torch_utils_data() -> None:
 
 @pytest.mark.parametrize("name", TORCH_DATA_PUBLIC)
 def test_the_torch_doors_names_are_torchs_or_extend_them(name: str) -> None:
-    """Each door name is torch's own object, or a subclass of torch's class whose constructor
-    takes torch's parameters (names, kinds, order, defaults)."""
+    """Each door name is torch's own object or a subclass taking torch's constructor parameters.
+
+    Each door name is torch's own object, or a subclass of torch's class whose constructor
+    takes torch's parameters (names, kinds, order, defaults).
+    """
     ours, theirs = getattr(door, name), getattr(torch_data, name)
     if ours is theirs:
         return

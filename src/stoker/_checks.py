@@ -1,4 +1,4 @@
-"""Shared argument checks: one int validator, one environment-int reader, one rank resolver.
+"""Shared argument checks: an int validator, an environment-int reader, a rank resolver.
 
 Every part of stoker that takes an integer argument, reads an integer from the environment
 (``RANK``, ``WORLD_SIZE``, ``STOKER_*`` settings) or needs this process's rank goes through here,
@@ -8,13 +8,58 @@ so the same mistake gets the same message wherever it is made.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 
 from stoker import _torch
 
-__all__ = ["check_int", "env_int", "resolve_world"]
+__all__ = ["check_int", "env_int", "resolve_world", "torch_first"]
+
+
+def torch_first(torch_text: str, ours: str) -> str:
+    """Join torch's message and stoker's explanation of it, torch's first.
+
+    Every error and warning torch also gives says torch's words first, so that code matching
+    torch's message keeps working, then what was wrong and how to fix it: after torch's
+    sentences (text that ends with ``.``, ``!`` or ``?``) as ``" (stoker: ...)"``, after a
+    clause as ``": ..."`` (or after a space where torch's ends with ``:``, ``;`` or ``,``).
+    Without torch's text, stoker's alone.
+    """
+    torch_text = torch_text.rstrip()
+    if not torch_text:
+        return ours
+    if torch_text.endswith((".", "!", "?")):
+        return f"{torch_text} (stoker: {ours})"
+    if torch_text.endswith((":", ";", ",")):
+        return f"{torch_text} {ours}"
+    return f"{torch_text}: {ours}"
+
+
+@overload
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    minimum: int | None = None,
+    allow_none: Literal[False] = False,
+    source: str | None = None,
+    hint: str = "",
+    torch_text: str = "",
+) -> int: ...
+
+
+@overload
+def check_int(
+    value: Any,
+    name: str,
+    *,
+    minimum: int | None = None,
+    allow_none: bool,
+    source: str | None = None,
+    hint: str = "",
+    torch_text: str = "",
+) -> int | None: ...
 
 
 def check_int(
@@ -26,7 +71,7 @@ def check_int(
     source: str | None = None,
     hint: str = "",
     torch_text: str = "",
-) -> Any:
+) -> int | None:
     """Return ``value`` as a plain ``int`` (or None when allowed) or raise a clear error.
 
     ``bool`` is rejected (it is an ``int`` subclass but never means a count); NumPy integers
@@ -60,8 +105,9 @@ def check_int(
         )
     number = int(value.__index__())
     if minimum is not None and number < minimum:
-        first = f"{torch_text} " if torch_text else ""
-        raise ValueError(f"{first}{name} must be >= {minimum}, got {number!r}{origin}{tail}")
+        raise ValueError(
+            torch_first(torch_text, f"{name} must be >= {minimum}, got {number!r}{origin}{tail}")
+        )
     return number
 
 
@@ -81,10 +127,7 @@ def env_int(variable: str, *, minimum: int | None = None, hint: str = "") -> int
         raise ValueError(
             f"environment variable {variable} must be an int, got {text!r}; {fix}"
         ) from err
-    result: int = check_int(
-        value, variable.lower(), minimum=minimum, source=f"${variable}", hint=fix
-    )
-    return result
+    return check_int(value, variable.lower(), minimum=minimum, source=f"${variable}", hint=fix)
 
 
 def resolve_world(

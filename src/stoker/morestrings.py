@@ -1,11 +1,11 @@
-"""Unicode string helpers: reversing text by code point or by user-perceived character.
+r"""Unicode string helpers: reversing text by code point or by user-perceived character.
 
 Python's ``str`` is a sequence of code points, the unit Go calls a rune, so reversing by code
 point is slicing. What a reader sees as one character can be several code points, though: an
 accent that combines with the letter before it, a flag made of two regional indicators, an emoji
 joined with zero-width joiners. :func:`reverse_graphemes` keeps those together by reversing
 extended grapheme clusters as Unicode Standard Annex #29 defines them, found with the ``regex``
-package's ``\\X``.
+package's ``\X``.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ def reverse_runes(s: str) -> str:
 
 
 def graphemes(s: str) -> list[str]:
-    """Split ``s`` into extended grapheme clusters (Unicode UAX #29).
+    r"""Split ``s`` into extended grapheme clusters (Unicode UAX #29).
 
     Args:
         s: The text to split.
@@ -61,7 +61,7 @@ def graphemes(s: str) -> list[str]:
         TypeError: If ``s`` is not a ``str``.
 
     Examples:
-        >>> [len(cluster) for cluster in graphemes("e\\u0301a")]  # e + combining acute, then a
+        >>> [len(cluster) for cluster in graphemes("e\u0301a")]  # e + combining acute, then a
         [2, 1]
     """
     clusters: list[str] = _GRAPHEME.findall(_check_str(s))
@@ -69,7 +69,7 @@ def graphemes(s: str) -> list[str]:
 
 
 def reverse_graphemes(s: str) -> str:
-    """Return ``s`` with its extended grapheme clusters in reverse order.
+    r"""Return ``s`` with its extended grapheme clusters in reverse order.
 
     Accented letters written with combining marks, regional-indicator flags, emoji ZWJ sequences,
     skin-tone modifiers and Hangul syllables built from jamo stay intact.
@@ -89,9 +89,9 @@ def reverse_graphemes(s: str) -> str:
         TypeError: If ``s`` is not a ``str``.
 
     Examples:
-        >>> reverse_graphemes("ne\\u0301e") == "e" + "e\\u0301" + "n"
+        >>> reverse_graphemes("ne\u0301e") == "e" + "e\u0301" + "n"
         True
-        >>> reverse_graphemes("\\U0001F1EF\\U0001F1F5!")  # the flag of Japan stays one flag
+        >>> reverse_graphemes("\U0001F1EF\U0001F1F5!")  # the flag of Japan stays one flag
         '!🇯🇵'
     """
     return "".join(reversed(graphemes(s)))

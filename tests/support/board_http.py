@@ -312,8 +312,11 @@ def _graphs(client: _Client) -> None:
 
 
 def _hparams(client: _Client, prefix: str, experiment: str, *, polymer: bool) -> None:
-    """The Polymer dashboard's requests (metrics in the columns, pages of 100, metric evals and
-    downloads) or the Angular page's (hparams only, one slice of a million)."""
+    """The hparams requests of the Polymer dashboard or of the Angular page.
+
+    The Polymer dashboard's requests (metrics in the columns, pages of 100, metric evals and
+    downloads) or the Angular page's (hparams only, one slice of a million).
+    """
     request: dict[str, Any] = {"experimentName": experiment, "hparamsLimit": 1000}
     if not polymer:
         request["includeMetrics"] = False  # absent, it means True
@@ -544,7 +547,9 @@ def board_address(logdir: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def rust_data_server(logdir: Path) -> Iterator[str]:
-    """TensorBoard's Rust data server, started alone on ``logdir``: a gRPC data provider like
+    """TensorBoard's Rust data server, started alone on ``logdir``; yields ``HOST:PORT``.
+
+    TensorBoard's Rust data server, started alone on ``logdir``: a gRPC data provider like
     the one ``stoker board`` serves, to check ``serve_with_provider`` on. Yields ``HOST:PORT``;
     the server is killed and reaped on exit.
 

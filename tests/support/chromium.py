@@ -1,4 +1,6 @@
-"""Headless Chromium for tests: the binary, the flags that work here, and one page driven over
+"""Headless Chromium for tests: the binary, its flags, and a page driven over DevTools.
+
+Headless Chromium for tests: the binary, the flags that work here, and one page driven over
 the Chrome DevTools Protocol.
 
 ``Page(profile)`` starts Chromium with ``--remote-debugging-port=0`` and a fresh profile folder,
@@ -181,8 +183,11 @@ class Page:
     def until(
         self, expression: str, done: Callable[[Any], bool], timeout: float = WAIT_TIMEOUT
     ) -> tuple[Any, bool]:
-        """Evaluate ``expression`` until ``done(value)`` or ``timeout`` seconds pass; return the
-        last value and whether ``done`` held."""
+        """Evaluate ``expression`` until ``done(value)`` or ``timeout``; return value and outcome.
+
+        Evaluate ``expression`` until ``done(value)`` or ``timeout`` seconds pass; return the
+        last value and whether ``done`` held.
+        """
         deadline = time.monotonic() + timeout
         while True:
             value = self.evaluate(expression)
@@ -193,9 +198,12 @@ class Page:
             time.sleep(0.25)
 
     def screenshot(self, path: Path, *, settle: float = SETTLE_TIMEOUT) -> bool:
-        """Write what the tab shows as a PNG at ``path`` once two captures half a second apart
+        """Write what the tab shows as a PNG at ``path`` once it stops changing.
+
+        Write what the tab shows as a PNG at ``path`` once two captures half a second apart
         agree (charts drawn off the page's thread give no other sign), or after ``settle``
-        seconds; return whether they agreed."""
+        seconds; return whether they agreed.
+        """
         deadline = time.monotonic() + settle
         previous = self.call("Page.captureScreenshot", format="png")["data"]
         while True:

@@ -110,9 +110,12 @@ def read_when_told(conn: Any, go: Any, outbox: Any) -> None:
 
 
 def read_after_parent_dies(inbox: Any, tags: list[str]) -> None:
-    """Wait for the parent process to end, read one container per tag from ``inbox`` and print
+    """Once the parent has ended, check the containers from ``inbox``, print the verdict, exit.
+
+    Wait for the parent process to end, read one container per tag from ``inbox`` and print
     ``ok`` if each holds :func:`numbered_texts` of its tag (else what was wrong), then exit
-    (which sweeps up the dead parent's names)."""
+    (which sweeps up the dead parent's names).
+    """
     import multiprocessing
 
     from stoker.data._workers.shm import process_alive

@@ -37,9 +37,12 @@ class Counting(IterableDataset[int]):
 
 
 class Restarting(Sampler[Any]):
-    """An iterator that is its own iterable: ``iter()`` restarts it at ``items[0]`` and is
+    """An iterator that is its own iterable: ``iter()`` restarts it and is counted.
+
+    An iterator that is its own iterable: ``iter()`` restarts it at ``items[0]`` and is
     counted in ``iter_calls`` (litdata's StreamingDataset is written so). Usable as a sampler,
-    a batch sampler or an iterable of samples."""
+    a batch sampler or an iterable of samples.
+    """
 
     def __init__(self, items: list[Any]) -> None:
         self.items = items

@@ -302,9 +302,12 @@ class StatefulRestartingStream(RestartingStream):
 
 
 class ArgumentStateStream(RestartingStream):
-    """A :class:`RestartingStream` whose ``state_dict`` needs arguments, as litdata's
+    """A :class:`RestartingStream` whose ``state_dict`` needs arguments, as litdata's does.
+
+    A :class:`RestartingStream` whose ``state_dict`` needs arguments, as litdata's
     ``StreamingDataset.state_dict(num_samples_yielded, num_workers, batch_size)``: not the
-    no-argument contract stoker's loader calls."""
+    no-argument contract stoker's loader calls.
+    """
 
     def state_dict(self, num_samples_yielded: int, num_workers: int, batch_size: int) -> Any:
         """A state only the dataset's own loader knows how to ask for."""
@@ -316,8 +319,11 @@ class ArgumentStateStream(RestartingStream):
 
 
 class CountingDataset(RangeDataset):
-    """Counts every fetch in a shared multiprocessing counter; with ``nbytes``, sample i is
-    ``nbytes`` bytes of ``i % 256`` instead."""
+    """Counts every fetch in a shared multiprocessing counter.
+
+    Counts every fetch in a shared multiprocessing counter; with ``nbytes``, sample i is
+    ``nbytes`` bytes of ``i % 256`` instead.
+    """
 
     def __init__(self, n: int, counter: Any, nbytes: int = 0) -> None:
         super().__init__(n)
@@ -333,7 +339,9 @@ class CountingDataset(RangeDataset):
 
 
 def counter_settles_at(counter: Any, expected: int, within: float = 30.0, hold: float = 0.5) -> int:
-    """Wait up to ``within`` seconds for a shared counter to reach ``expected``, then ``hold``
+    """Wait for a shared counter to reach ``expected``, hold a while, and return its value.
+
+    Wait up to ``within`` seconds for a shared counter to reach ``expected``, then ``hold``
     seconds more; return its value then.
 
     A slow worker (one not started yet, or waiting for a core) only delays the count; a loader

@@ -57,7 +57,7 @@ class Stream(torch.utils.data.IterableDataset[Any]):
 
 
 def patched(door: str) -> contextlib.AbstractContextManager[Any]:
-    """accelerate as the door needs it: patched for stoker's, as it is for torch's."""
+    """Accelerate as the door needs it: patched for stoker's, as it is for torch's."""
     if door == "torch":
         return contextlib.nullcontext()
     from stoker.torch.data import patch_accelerate

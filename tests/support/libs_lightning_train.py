@@ -95,8 +95,11 @@ def fit(
     callbacks: tuple[pl.Callback, ...] = (),
     **trainer_args: Any,
 ) -> tuple[int, list[int]]:
-    """Train ``max_epochs`` with a loader of ``door`` (from ``ckpt_path`` when given); return
-    (global rank, the ids seen, in order)."""
+    """Train ``max_epochs`` with a loader of ``door``; return the rank and the ids seen.
+
+    Train ``max_epochs`` with a loader of ``door`` (from ``ckpt_path`` when given); return
+    (global rank, the ids seen, in order).
+    """
     model = Recorder(door, setting)
     trainer = pl.Trainer(
         accelerator="cpu",
@@ -119,8 +122,11 @@ def fit(
 def fit_interrupted(
     door: str, setting: str, path: str, steps: int, max_epochs: int
 ) -> tuple[list[int], list[int]]:
-    """Train ``max_epochs``, crash after ``steps`` steps with a checkpoint at ``path``, and
-    resume from it in a new trainer and model; return the ids seen before and after."""
+    """Train, crash with a checkpoint, resume; return the ids seen before and after.
+
+    Train ``max_epochs``, crash after ``steps`` steps with a checkpoint at ``path``, and
+    resume from it in a new trainer and model; return the ids seen before and after.
+    """
     _, before = fit(
         door, setting, max_epochs=max_epochs, callbacks=(SaveAndStop(path, steps),), devices=1
     )

@@ -52,5 +52,5 @@ def make_loader(door: str, setting: str, dataset: Any, **kwargs: Any) -> Any:
 
 
 def torch_setting(setting: str) -> str:
-    """torch's setting with the same number of workers (threads compare with processes)."""
+    """Torch's setting with the same number of workers (threads compare with processes)."""
     return "2-process" if SETTINGS[setting][0] else "0"

@@ -73,7 +73,9 @@ def serve(logdir: Path, *, load_fast: bool) -> Iterator[str]:
 
 @contextlib.contextmanager
 def serve_flags(flags: list[str]) -> Iterator[str]:
-    """Run TensorBoard with ``flags`` on 127.0.0.1, a free port and a 1 s reload interval; yield
+    """Run TensorBoard with ``flags`` on 127.0.0.1 and yield its base URL once it answers.
+
+    Run TensorBoard with ``flags`` on 127.0.0.1, a free port and a 1 s reload interval; yield
     its base URL once ``/data/runs`` answers; terminate (then kill) and reap it on exit.
 
     Raises:

@@ -1,5 +1,8 @@
-"""fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test;
-an environment without AWS credentials; a real S3-compatible server (moto's) on 127.0.0.1."""
+"""fsspec stores for tests: in-memory filesystems, no AWS credentials, a local S3 server.
+
+fsspec stores for tests: in-memory filesystems that count or fail uploads, emptied per test;
+an environment without AWS credentials; a real S3-compatible server (moto's) on 127.0.0.1.
+"""
 
 from __future__ import annotations
 
@@ -109,8 +112,11 @@ S3_CREDENTIALS = {
 
 @contextlib.contextmanager
 def moto_server(log: Path) -> Iterator[str]:
-    """Start moto's S3 server on a free port of 127.0.0.1; yield its URL once it answers
-    (within 30 s); stop and reap it on every way out. Its output goes to ``log``."""
+    """Start moto's S3 server on a free port of 127.0.0.1 and yield its URL once it answers.
+
+    Start moto's S3 server on a free port of 127.0.0.1; yield its URL once it answers
+    (within 30 s); stop and reap it on every way out. Its output goes to ``log``.
+    """
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])

@@ -1,5 +1,8 @@
-"""Run Python code in a fresh interpreter, for what must hold from a clean start (imports), or
-a command on a pseudo-terminal, for what a user at a terminal sees."""
+"""Run Python code in a fresh interpreter, or a command on a pseudo-terminal.
+
+Run Python code in a fresh interpreter, for what must hold from a clean start (imports), or
+a command on a pseudo-terminal, for what a user at a terminal sees.
+"""
 
 from __future__ import annotations
 
@@ -42,7 +45,9 @@ def python_run(code: str, *args: str, timeout: float = 60) -> subprocess.Complet
 
 @contextlib.contextmanager
 def reaped() -> Iterator[list[subprocess.Popen[str]]]:
-    """A list for started processes; on leaving, those still running are killed, and every one
+    """A list for started processes, killed, closed and reaped on leaving.
+
+    A list for started processes; on leaving, those still running are killed, and every one
     has its pipes closed and is reaped.
 
     A test that times out waiting for one of several processes then fails alone: no process
@@ -62,8 +67,11 @@ def reaped() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def wait_status(pid: int, timeout: float) -> int | None:
-    """Reap the child ``pid`` within ``timeout`` seconds: its wait status, or None if it is
-    still running then (an unbounded ``os.waitpid`` would hang the test to pytest-timeout)."""
+    """Reap the child ``pid`` within ``timeout`` seconds: its wait status, or None if running.
+
+    Reap the child ``pid`` within ``timeout`` seconds: its wait status, or None if it is
+    still running then (an unbounded ``os.waitpid`` would hang the test to pytest-timeout).
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         done, status = os.waitpid(pid, os.WNOHANG)
@@ -74,8 +82,11 @@ def wait_status(pid: int, timeout: float) -> int | None:
 
 
 def read_until(fd: int, wanted: bytes | None, timeout: float) -> bytes:
-    """Read a pseudo-terminal until ``wanted`` appears (None: until the other side closes it)
-    or ``timeout`` seconds pass; return what was read."""
+    """Read a pseudo-terminal until ``wanted`` appears or ``timeout`` seconds pass.
+
+    Read a pseudo-terminal until ``wanted`` appears (None: until the other side closes it)
+    or ``timeout`` seconds pass; return what was read.
+    """
     seen = b""
     deadline = time.monotonic() + timeout
     while (wanted is None or wanted not in seen) and time.monotonic() < deadline:
@@ -92,7 +103,9 @@ def read_until(fd: int, wanted: bytes | None, timeout: float) -> bytes:
 
 
 def run_on_terminal(argv: list[str], timeout: float = 60) -> tuple[int, bytes]:
-    """Run ``argv`` with a new pseudo-terminal as its stdin, stdout and stderr, as a user's
+    """Run ``argv`` on a new pseudo-terminal; return its wait status and what it wrote there.
+
+    Run ``argv`` with a new pseudo-terminal as its stdin, stdout and stderr, as a user's
     shell would; return its wait status and everything it wrote there.
 
     Raises:

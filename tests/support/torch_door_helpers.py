@@ -75,8 +75,11 @@ def assert_same_batch(ours: Any, theirs: Any, where: str = "batch") -> None:
 
 
 class SeedRecorder(torch_data.Dataset[Any]):
-    """Sample ``i`` is ``(i, worker seed, random, NumPy and torch draws in the worker)``; the
-    draws are left out with ``draws=False`` (thread workers share the process's generators)."""
+    """Sample ``i`` is ``i``, the worker seed and the worker's draws (unless ``draws=False``).
+
+    Sample ``i`` is ``(i, worker seed, random, NumPy and torch draws in the worker)``; the
+    draws are left out with ``draws=False`` (thread workers share the process's generators).
+    """
 
     def __init__(self, length: int = 12, draws: bool = True) -> None:
         self.length = length

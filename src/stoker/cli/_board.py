@@ -67,8 +67,10 @@ def _raise_stopped(signum: int, frame: object) -> None:
 
 
 def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child between fork and exec
-    """Ask Linux to send SIGTERM to this process when ``parent`` dies (even by SIGKILL); end
-    now if it died before the request was made."""
+    """Ask Linux to send SIGTERM to this process when ``parent`` dies (even by SIGKILL).
+
+    End now if it died before the request was made.
+    """
     libc = ctypes.CDLL(None, use_errno=True)
     libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     if os.getppid() != parent:
@@ -76,8 +78,11 @@ def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child betw
 
 
 class _Stderr:
-    """Forwards TensorBoard's stderr to this process's, a line as soon as it is complete, less
-    its banner lines; a thread of its own reads the pipe until TensorBoard's end closes it."""
+    """Forwards TensorBoard's stderr to this process's, less its banner lines.
+
+    A line is forwarded as soon as it is complete; a thread of its own reads the pipe until
+    TensorBoard's end closes it.
+    """
 
     def __init__(self, pipe: IO[bytes]) -> None:
         self._pipe = pipe
@@ -173,8 +178,11 @@ def _url(host: str, port: int, prefix: str = "") -> str:
 
 
 def _path_prefix(flags: Sequence[str]) -> str:
-    """The ``--path_prefix`` among TensorBoard's flags, less its trailing slash as TensorBoard
-    takes it (one without a leading slash TensorBoard refuses)."""
+    """The ``--path_prefix`` among TensorBoard's flags, less its trailing slash.
+
+    The trailing slash is dropped as TensorBoard takes it (one without a leading slash
+    TensorBoard refuses).
+    """
     prefix = ""
     for index, flag in enumerate(flags):
         if flag.startswith("--path_prefix="):
@@ -196,8 +204,10 @@ _OWN_FLAGS = {
 
 
 def _own_flag(flags: Sequence[str]) -> str | None:
-    """The message refusing the first of TensorBoard's ``flags`` that stoker board sets
-    itself, or None when there is none."""
+    """The message refusing the first of TensorBoard's ``flags`` that stoker board sets itself.
+
+    None when there is none.
+    """
     for flag in flags:
         advice = _OWN_FLAGS.get(flag.partition("=")[0])
         if advice is not None:
@@ -206,8 +216,10 @@ def _own_flag(flags: Sequence[str]) -> str | None:
 
 
 def _serves(url: str, address: str) -> bool:
-    """Whether TensorBoard answers at ``url`` as the page of the data server at ``address``
-    (its environment names its flags; a TensorBoard that names none is taken)."""
+    """Whether TensorBoard answers at ``url`` as the page of the data server at ``address``.
+
+    Its environment names its flags; a TensorBoard that names none is taken.
+    """
     try:
         with urllib.request.urlopen(f"{url}data/environment", timeout=2.0) as answer:
             environment = json.loads(answer.read())

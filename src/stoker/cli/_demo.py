@@ -180,8 +180,11 @@ def run_demo(
 
 
 def main(args: argparse.Namespace) -> int:
-    """Run the demo from parsed arguments; with ``--tensorboard``, serve its logs afterwards as
-    ``stoker board`` does (TensorBoard on stoker's data server, on 127.0.0.1)."""
+    """Run the demo from parsed arguments.
+
+    With ``--tensorboard``, serve its logs afterwards as ``stoker board`` does (TensorBoard on
+    stoker's data server, on 127.0.0.1).
+    """
     result = run_demo(
         epochs=args.epochs,
         batch_size=args.batch_size,

@@ -107,15 +107,15 @@ def sparkline(values: Sequence[float] | np.ndarray[Any, Any], width: int = 60) -
 
 
 def printable(text: str) -> str:
-    """Return ``text`` with each non-printable character escaped as ``repr`` escapes it.
+    r"""Return ``text`` with each non-printable character escaped as ``repr`` escapes it.
 
     Control characters (``ESC``, ``BEL``, newlines), other non-printable code points (bidi
-    overrides, zero-width spaces, unassigned ones) become ``\\x1b``, ``\\n``, ``\\u202e``...;
+    overrides, zero-width spaces, unassigned ones) become ``\x1b``, ``\n``, ``\u202e``...;
     printable text, non-ASCII letters included, is unchanged.
 
     Example:
-        >>> printable("loss\\x1b]0;pwned\\x07"), printable("précision")
-        ('loss\\\\x1b]0;pwned\\\\x07', 'précision')
+        >>> printable("loss\x1b]0;pwned\x07"), printable("précision")
+        ('loss\\x1b]0;pwned\\x07', 'précision')
     """
     if text.isprintable():
         return text

@@ -92,14 +92,14 @@ def equal(x: Any, y: Any, *options: Option) -> bool:
 
 
 def diff(x: Any, y: Any, *options: Option) -> str:
-    """Return a report of how ``x`` and ``y`` differ: ``""`` exactly when they are equal.
+    r"""Return a report of how ``x`` and ``y`` differ: ``""`` exactly when they are equal.
 
     The report ends with a newline. Takes the same options as :func:`equal` and raises the same
     errors. Lines start with a two-column mark (``"  "``, ``"- "``, ``"+ "``) and one tab per
     nesting level (shown as spaces by ``expandtabs`` in the examples below).
 
     >>> diff("Hello World", "Hello Go")
-    '  str(\\n- \\t"Hello World",\\n+ \\t"Hello Go",\\n  )\\n'
+    '  str(\n- \t"Hello World",\n+ \t"Hello Go",\n  )\n'
     >>> print(diff({"a": 1, "b": 2}, {"a": 1, "b": 3, "c": 4}).expandtabs(4), end="")
       dict{
         "a": 1,

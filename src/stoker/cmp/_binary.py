@@ -34,9 +34,9 @@ _REPLACEMENT = "\ufffd"
 
 
 def is_binary(x: bytes | bytearray, y: bytes | bytearray) -> bool:
-    """Return whether ``x`` and ``y`` together are not mostly text.
+    r"""Return whether ``x`` and ``y`` together are not mostly text.
 
-    >>> is_binary(b"hello", b"world"), is_binary(b"\\x00\\x01", b"\\x02")
+    >>> is_binary(b"hello", b"world"), is_binary(b"\x00\x01", b"\x02")
     (False, True)
     """
     chars = bytes(x + y).decode("utf-8", errors="replace")
@@ -60,10 +60,10 @@ def _rows(data: bytes | bytearray, mark: str) -> list[Rec]:
 
 
 def hex_text(x: bytes | bytearray, y: bytes | bytearray, label: str) -> Wrap:
-    """Return the report node of two different binary byte strings, as ``label{`` rows ``}``.
+    r"""Return the report node of two different binary byte strings, as ``label{`` rows ``}``.
 
     >>> from stoker.cmp._text import render
-    >>> text = render(hex_text(b"\\x01\\x02\\x03", b"\\x03\\x02\\x01", "bytes"))
+    >>> text = render(hex_text(b"\x01\x02\x03", b"\x03\x02\x01", "bytes"))
     >>> print(text.expandtabs(4), end="")
       bytes{
     -   0x01, 0x02, 0x03, // -|...|

@@ -1,10 +1,10 @@
-"""Report two multi-line strings line by line, as a triple-quoted block when that is unambiguous.
+r"""Report two multi-line strings line by line, as a triple-quoted block when that is unambiguous.
 
 The lines are aligned (see :mod:`stoker.cmp._lcs`); within each changed stretch the removed lines
-come before the added ones. The block is shown between ``\"\"\"`` fences, one raw line per record,
-unless that could mislead: a line that starts with ``\"\"\"`` or ``...``, a line with unprintable
-characters, or a removed and an added line that differ only in whitespace. Then each line is shown
-as a quoted literal inside ``"\\n".join([...])``.
+come before the added ones. The block is shown between fences of three double quotes, one raw line
+per record, unless that could mislead: a line that starts with three double quotes or ``...``, a
+line with unprintable characters, or a removed and an added line that differ only in whitespace.
+Then each line is shown as a quoted literal inside ``"\n".join([...])``.
 """
 
 from __future__ import annotations
@@ -63,7 +63,15 @@ def lines_text(x: str, y: str) -> Node:
     """Return the report node for two different strings, compared line by line.
 
     >>> from stoker.cmp._text import render
-    >>> print(render(lines_text("a\\nb\\nc\\n", "a\\nB\\nc\\n")).expandtabs(4), end="")
+    >>> old = '''a
+    ... b
+    ... c
+    ... '''
+    >>> new = '''a
+    ... B
+    ... c
+    ... '''
+    >>> print(render(lines_text(old, new)).expandtabs(4), end="")
       (
         \"\"\"
         a

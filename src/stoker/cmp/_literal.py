@@ -17,10 +17,10 @@ BRACKETS: dict[type, tuple[str, str]] = {
 
 
 def quote(text: str | bytes) -> str:
-    """Return ``text`` as a Python literal, in double quotes unless that needs more escapes.
+    r"""Return ``text`` as a Python literal, in double quotes unless that needs more escapes.
 
-    >>> print(quote("Hello"), quote('say "hi"'), quote(b"\\x00a"))
-    "Hello" 'say "hi"' b"\\x00a"
+    >>> print(quote("Hello"), quote('say "hi"'), quote(b"\x00a"))
+    "Hello" 'say "hi"' b"\x00a"
     """
     spelled = repr(text)
     quote_char = '"' if isinstance(text, str) else 34
@@ -37,13 +37,13 @@ def type_label(cls: type) -> str:
 
 
 def scalar_text(value: Any) -> str:
-    """Return the one-line spelling of a scalar: ``None``, ``1.5``, ``"s"``, ``Color.RED``.
+    r"""Return the one-line spelling of a scalar: ``None``, ``1.5``, ``"s"``, ``Color.RED``.
 
     Objects without a literal form are spelled by their ``repr``; a ``repr`` that raises is shown
     as ``<Type: repr raised Error>`` so that a broken ``__repr__`` cannot hide a difference.
 
-    >>> print(scalar_text(None), scalar_text(2.5), scalar_text("a\\nb"))
-    None 2.5 "a\\nb"
+    >>> print(scalar_text(None), scalar_text(2.5), scalar_text("a\nb"))
+    None 2.5 "a\nb"
     """
     if isinstance(value, str | bytes | bytearray):
         if isinstance(value, bytearray):

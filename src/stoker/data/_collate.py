@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
+from stoker._checks import torch_first
 from stoker.data._kinds import ValueRuntimeError
 
 __all__ = [
@@ -201,8 +202,11 @@ def _mixed_types(error: type[Exception], torch_text: str, batch: Sequence[Any]) 
     """The error torch raises for a batch mixing types: its text, then the types found."""
     found = _describe_positions([type(item).__name__ for item in batch])
     return error(
-        f"{torch_text}; default_collate: the samples of a batch must share a type that can be "
-        f"collated, got {found}; make the samples consistent or pass a collate_fn"
+        torch_first(
+            torch_text,
+            "default_collate: the samples of a batch must share a type that can be collated, "
+            f"got {found}; make the samples consistent or pass a collate_fn",
+        )
     )
 
 
@@ -216,8 +220,11 @@ _KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def _scalar_dtype(item: Any, batch: Sequence[Any]) -> np.dtype[Any] | None:
-    """The dtype ``torch.tensor`` infers for one element of a list of numbers; None for a
-    sequence (torch then fails to fill it); raise torch's error for what it cannot infer."""
+    """The dtype ``torch.tensor`` infers for one element of a list of numbers.
+
+    None for a sequence (torch then fails to fill it); raise torch's error for what it cannot
+    infer.
+    """
     dtype = _PYTHON_SCALAR_DTYPES.get(type(item))
     if dtype is not None:
         return dtype
@@ -479,8 +486,10 @@ def collate_float_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | Non
 
 
 def collate_int_fn(batch: Sequence[Any], *, collate_fn_map: CollateFnMap | None = None) -> Any:
-    """Turn Python ints into an ``int64`` array (bools into ``bool``; mixed numbers as torch
-    promotes them)."""
+    """Turn Python ints into an ``int64`` array.
+
+    Bools become a ``bool`` array; mixed numbers are promoted as torch promotes them.
+    """
     types = _types_of(batch)
     if types not in (_INT, _BOOL):
         return _collate_mixed_numbers(batch)

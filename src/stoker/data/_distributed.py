@@ -308,8 +308,11 @@ class DistributedSampler(Sampler[T_co]):
 
     @property
     def resumes_at_offset(self) -> bool:
-        """Whether offsets count the indices this sampler yields (False once ``__iter__`` is
-        overridden by a subclass: a loader then resumes it by replaying its epoch)."""
+        """Whether offsets count the indices this sampler yields.
+
+        False once ``__iter__`` is overridden by a subclass: a loader then resumes it by
+        replaying its epoch.
+        """
         return type(self).__iter__ is DistributedSampler.__iter__
 
     def load_state_dict(self, state: dict[str, Any]) -> None:

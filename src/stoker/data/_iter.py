@@ -19,6 +19,7 @@ import warnings
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from stoker._checks import torch_first
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, make_fetcher
 from stoker.data._generator import draw_seed
 from stoker.data._kinds import TypeNotImplementedError, ValueAssertionError
@@ -34,8 +35,11 @@ __all__ = ["InProcessIter", "LoaderIter"]
 
 
 def _draw_shared_seed(plan: LoaderPlan) -> int | None:
-    """The epoch's seed shared by every copy of the dataset, when the plan's epoch setup asks
-    for one (drawn from the loader's generator), else None (nothing drawn)."""
+    """The epoch's seed shared by every copy of the dataset, or None.
+
+    The seed is drawn from the loader's generator when the plan's epoch setup asks for one;
+    otherwise nothing is drawn and the result is None.
+    """
     setup = plan.epoch_setup
     return draw_seed(plan.seed_source) if setup is not None and setup.seeded else None
 
@@ -84,21 +88,29 @@ class LoaderIter:
             and self._len_reported is not None
             and self._num_yielded > self._len_reported
         ):
-            hint = (
-                "For multiprocessing data-loading, this could be caused by not properly "
-                "configuring the IterableDataset replica at each worker. Please see "
-                "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset "
-                "for examples. (stoker: with workers, processes or threads, each iterates its "
-                "own copy of the dataset: shard it in __iter__ with get_worker_info() so that "
-                "replicas do not repeat samples.) "
-                if self._num_workers > 0
-                else ""
-            )
-            warnings.warn(
+            torch_text = (
                 f"Length of IterableDataset {self._dataset} was reported to be "
                 f"{self._len_reported}(when accessing len(dataloader)), but {self._num_yielded} "
-                f"samples have been fetched. {hint}(stoker counts batches: len(DataLoader) was "
-                f"{self._len_reported} and {self._num_yielded} batches have been yielded)",
+                "samples have been fetched."
+            )
+            ours = (
+                f"batches are counted: len(DataLoader) was {self._len_reported} and "
+                f"{self._num_yielded} batches have been yielded"
+            )
+            if self._num_workers > 0:
+                torch_text += (
+                    " For multiprocessing data-loading, this could be caused by not properly "
+                    "configuring the IterableDataset replica at each worker. Please see "
+                    "https://pytorch.org/docs/stable/data.html#torch.utils.data.IterableDataset "
+                    "for examples."
+                )
+                ours += (
+                    "; with workers, processes or threads, each iterates its own copy of the "
+                    "dataset: shard it in __iter__ with get_worker_info() so that replicas do "
+                    "not repeat samples"
+                )
+            warnings.warn(
+                torch_first(torch_text, ours),
                 UserWarning,
                 stacklevel=2,
             )

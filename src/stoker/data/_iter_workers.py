@@ -63,6 +63,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stoker._checks import torch_first
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._iter import LoaderIter
@@ -145,16 +146,21 @@ def _out_of_files(err: BaseException) -> bool:
 
 
 def _raise_if_out_of_files(err: BaseException, doing: str) -> None:
-    """Raise torch's RuntimeError (with stoker's reading of it) when ``err`` comes from running
-    out of file descriptors (see :func:`_out_of_files`)."""
+    """Raise torch's RuntimeError when ``err`` comes from running out of file descriptors.
+
+    The error carries stoker's reading of it (see :func:`_out_of_files`).
+    """
     if not _out_of_files(err):
         return
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
     raise RuntimeError(
-        f"{_OUT_OF_FILES}. (stoker: the process reached its limit of {soft} open files while "
-        f"{doing}; every worker holds two pipes and every shared-memory slab of a batch still "
-        "alive one mapping, and tensors a dataset sends back travel as file descriptors: "
-        "raise the limit, keep fewer batches alive, or use fewer workers)"
+        torch_first(
+            f"{_OUT_OF_FILES}.",
+            f"the process reached its limit of {soft} open files while {doing}; every worker "
+            "holds two pipes and every shared-memory slab of a batch still alive one mapping, "
+            "and tensors a dataset sends back travel as file descriptors: raise the limit, "
+            "keep fewer batches alive, or use fewer workers",
+        )
     ) from err
 
 
@@ -234,15 +240,17 @@ class WorkerIter(LoaderIter):
 
     @property
     def _workers(self) -> list[Any]:
-        """What runs each worker, by worker id, as torch's iterator lists its processes: the
-        ``multiprocessing.Process`` of each process worker (``is_alive()``, ``pid``,
+        """What runs each worker, by worker id, as torch's iterator lists its processes.
+
+        The ``multiprocessing.Process`` of each process worker (``is_alive()``, ``pid``,
         ``exitcode``, ``join(timeout)``, ``terminate()``), the ``threading.Thread`` of each
         thread worker. They stay listed after the workers stop, as in torch; a new list each
-        read, so changing it changes nothing."""
+        read, so changing it changes nothing.
+        """
         return self._pool.workers
 
     def _shutdown_workers(self) -> None:
-        """torch's name for :meth:`close`: stop the workers and end the iteration."""
+        """Torch's name for :meth:`close`: stop the workers and end the iteration."""
         self.close()
 
     @property
@@ -283,10 +291,13 @@ class WorkerIter(LoaderIter):
         self._fill_window()
 
     def _settle_depth(self, replies: list[tuple[int, Reply]], moved: int) -> None:
-        """With ``prefetch_factor`` unset: on the first replies carrying whole batches, which
+        """Settle the prefetch depth from the first replies carrying whole batches.
+
+        With ``prefetch_factor`` unset: on the first replies carrying whole batches, which
         moved ``moved`` bytes, let every worker run :data:`AUTO_PREFETCH` batches ahead if
         they average under :data:`AUTO_PREFETCH_BYTES` (see the module docstring); decided
-        once per iterator."""
+        once per iterator.
+        """
         if self._window_held:
             return  # shares of a split first batch: slices, not whole batches
         batches = sum(1 for _, reply in replies if reply.status is BATCH)
@@ -357,8 +368,11 @@ class WorkerIter(LoaderIter):
         return True
 
     def _join_shares(self, task_id: int, status: Status, payload: Any, meta: Meta) -> None:
-        """Keep one share's reply; once all are in, the batch is ready as task 0 (uncollated:
-        :meth:`_deliver` collates it; the first failed share stands for the batch)."""
+        """Keep one share's reply; once all are in, the batch is ready as task 0.
+
+        The batch is uncollated (:meth:`_deliver` collates it); the first failed share stands
+        for the batch.
+        """
         self._shares[task_id] = (status, payload, meta)
         if task_id != 0:
             worker_id, _ = self._tasks.pop(task_id)
@@ -531,7 +545,7 @@ class WorkerIter(LoaderIter):
         )
 
     def _torch_account(self, worker_id: int) -> str:
-        """torch's sentence for a worker process it sees end (its SIGCHLD handler's), or ""."""
+        """Torch's sentence for a worker process it sees end (its SIGCHLD handler's), or ""."""
         code = self._pool.exitcode(worker_id)
         if code is None:
             return ""

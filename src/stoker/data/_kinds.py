@@ -31,8 +31,10 @@ class TypeAssertionError(TypeError, AssertionError):
 
 
 class TypeAttributeError(TypeError, AttributeError):
-    """An object that cannot be pickled (a local function), where torch re-raises pickle's
-    AttributeError."""
+    """An object that cannot be pickled (a local function).
+
+    Raised where torch re-raises pickle's AttributeError.
+    """
 
 
 class TypePicklingError(TypeError, pickle.PicklingError):
@@ -40,8 +42,10 @@ class TypePicklingError(TypeError, pickle.PicklingError):
 
 
 class TypeNotImplementedError(TypeError, NotImplementedError):
-    """Something that cannot be done to an object (pickling an iterator), where torch raises
-    NotImplementedError."""
+    """Something that cannot be done to an object (pickling an iterator).
+
+    Raised where torch raises NotImplementedError.
+    """
 
 
 class ValueAssertionError(ValueError, AssertionError):

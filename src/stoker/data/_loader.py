@@ -26,7 +26,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, Protocol, TypeVar
 
 from stoker import _torch
-from stoker._checks import check_int
+from stoker._checks import check_int, torch_first
 from stoker._system import usable_cpu_count
 from stoker.data._collate import default_collate, default_convert, map_arrays
 from stoker.data._dataset import IterableDataset
@@ -72,16 +72,20 @@ class _EndlessSampler(Sampler[None]):
 
 
 class DatasetAdapter(Protocol):
-    """How a loader takes in datasets of kinds that need more than the dataset protocols: the
-    torch door's for torch's datapipes, which torch's DataLoader wraps, shuffles, seeds and
-    shards."""
+    """How a loader takes in datasets of kinds that need more than the dataset protocols.
+
+    The torch door's takes in torch's datapipes, which torch's DataLoader wraps, shuffles,
+    seeds and shards.
+    """
 
     def adopt(self, dataset: Any, shuffle: bool | None) -> tuple[Any, bool | None]:
         """Return the dataset the loader keeps and the ``shuffle`` left for it to check."""
 
     def epoch_setup(self, dataset: Any) -> EpochSetup | None:
-        """How each copy of the (adopted) ``dataset`` is made ready for an epoch, or None;
-        asked for every iteration's plan, in the main process."""
+        """How each copy of the (adopted) ``dataset`` is made ready for an epoch, or None.
+
+        Asked for every iteration's plan, in the main process.
+        """
 
 
 class LoaderDefaults(NamedTuple):
@@ -103,7 +107,7 @@ class LoaderDefaults(NamedTuple):
 
 
 def _tensors(batch: Any) -> Any:
-    """torch's batch from stoker's collation of it: NumPy leaves as tensors (no copy)."""
+    """Torch's batch from stoker's collation of it: NumPy leaves as tensors (no copy)."""
     return map_arrays(batch, _torch.as_tensor)
 
 
@@ -223,8 +227,11 @@ class DataLoader(Generic[T_co]):
                 else "prefetch_factor must be greater than 0 for MultiProcessingDataLoaderIter"
             )
             raise ValueAssertionError(
-                f"{torch_text}: prefetch_factor must be >= 1 with workers, got "
-                f"{prefetch_factor!r}; leave it unset for the default of 2"
+                torch_first(
+                    torch_text,
+                    f"prefetch_factor must be >= 1 with workers, got {prefetch_factor!r}; leave "
+                    "it unset for the default of 2",
+                )
             )
         if worker_type not in ("process", "thread"):
             raise ValueError(
@@ -512,12 +519,15 @@ class DataLoader(Generic[T_co]):
             kind = "worker threads" if self.worker_type == "thread" else "worker processes"
             have = "an unknown number of" if usable is None else str(usable)
             warnings.warn(
-                f"This DataLoader will create {self.num_workers} worker processes in total. "
-                f"{suggested} Please be aware that excessive worker creation might get "
-                "DataLoader running slow or even freeze, lower the worker number to avoid "
-                "potential slowness/freeze if necessary. (stoker: num_workers="
-                f"{self.num_workers} {kind} for the {have} CPUs this process may use; more "
-                "workers than CPUs usually slows loading down unless the dataset waits on I/O)",
+                torch_first(
+                    f"This DataLoader will create {self.num_workers} worker processes in "
+                    f"total. {suggested} Please be aware that excessive worker creation might "
+                    "get DataLoader running slow or even freeze, lower the worker number to "
+                    "avoid potential slowness/freeze if necessary.",
+                    f"num_workers={self.num_workers} {kind} for the {have} CPUs this process "
+                    "may use; more workers than CPUs usually slows loading down unless the "
+                    "dataset waits on I/O",
+                ),
                 UserWarning,
                 stacklevel=3,
             )

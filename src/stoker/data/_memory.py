@@ -107,9 +107,11 @@ class WorkerMemory:
     def attach(
         self, pids: list[int] | None, batch_memory: Callable[[int], int] | None = None
     ) -> None:
-        """Watch a new pool's workers (``pids`` by worker id; None for thread workers);
+        """Watch a new pool's workers (``pids`` by worker id; None for thread workers).
+
         ``batch_memory(worker_id)`` tells the bytes of a worker's memory that may serve its
-        batches."""
+        batches.
+        """
         self._pids = pids
         self._batch_memory = batch_memory
         self.start = {}

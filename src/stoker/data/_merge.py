@@ -272,8 +272,10 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _replica_states(position: int, state: dict[str, Any]) -> list[Any]:
-    """The dataset states inside state ``position`` (None entries dropped), checked as the
-    replicas of that state's rank."""
+    """The dataset states inside state ``position`` (None entries dropped).
+
+    They are checked as the replicas of that state's rank.
+    """
     mode, saved = state["mode"], state["sampler_state"]
     where = f"state {position}"
     if mode == "dataset":

@@ -10,11 +10,12 @@ unchanged.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from stoker import _torch
+from stoker._checks import torch_first
+from stoker._warn import warn_at_caller
 
 __all__ = ["pin_plan"]
 
@@ -49,24 +50,24 @@ def pin_plan(pin_memory: bool, pin_memory_device: str) -> Callable[[Any], Any] |
     if not pin_memory:
         return None
     if pin_memory_device:
-        warnings.warn(
-            "pin_memory_device is deprecated, the current accelerator will be used as the "
-            f"device,ignore pin_memory_device='{pin_memory_device}'. (stoker: pinned memory "
-            "always targets the current accelerator; drop the argument)",
-            UserWarning,
-            stacklevel=6,
+        warn_at_caller(
+            torch_first(
+                "pin_memory_device is deprecated, the current accelerator will be used as the "
+                f"device,ignore pin_memory_device='{pin_memory_device}'.",
+                "pinned memory always targets the current accelerator; drop the argument",
+            ),
         )
     if _torch.loaded() is None or not _torch.accelerator_available():
         reason = (
             "torch is not imported" if _torch.loaded() is None else "no accelerator is available"
         )
-        warnings.warn(
-            "'pin_memory' argument is set as true but no accelerator is found, then device "
-            f"pinned memory won't be used. (stoker: pin_memory=True has no effect because "
-            f"{reason}; batches are returned unpinned. Pass pin_memory=False to silence this "
-            "warning)",
-            UserWarning,
-            stacklevel=6,
+        warn_at_caller(
+            torch_first(
+                "'pin_memory' argument is set as true but no accelerator is found, then device "
+                "pinned memory won't be used.",
+                f"pin_memory=True has no effect because {reason}; batches are returned "
+                "unpinned. Pass pin_memory=False to silence this warning",
+            ),
         )
         return None
     return _pin_tree

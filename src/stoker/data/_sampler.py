@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
+from stoker._checks import torch_first
 from stoker.data._epochs import EpochClock, EpochRecord, track
 from stoker.data._fetch import take
 from stoker.data._generator import check_generator
@@ -73,15 +74,15 @@ def pieces(indices: Any) -> Iterator[list[int]]:
 
 def positive_int(value: object, name: str) -> int:
     """Return ``value`` as an int >= 1, with torch's message otherwise."""
+    torch_text = f"{name} should be a positive integer value, but got {name}={value}"
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise TypeValueError(
-            f"{name} should be a positive integer value, but got {name}={value}: got "
-            f"{value!r} of type {type(value).__name__}; pass an int >= 1"
+            torch_first(
+                torch_text, f"got {value!r} of type {type(value).__name__}; pass an int >= 1"
+            )
         )
     if value <= 0:
-        raise ValueError(
-            f"{name} should be a positive integer value, but got {name}={value}; pass an int >= 1"
-        )
+        raise ValueError(torch_first(torch_text, "pass an int >= 1"))
     return int(value)
 
 
@@ -89,8 +90,10 @@ def check_bool(value: object, name: str, error: type[Exception]) -> bool:
     """Return ``value`` as a bool, raising ``error`` with torch's message otherwise."""
     if not isinstance(value, (bool, np.bool_)):
         raise error(
-            f"{name} should be a boolean value, but got {name}={value}: got {value!r} of type "
-            f"{type(value).__name__}; pass True or False"
+            torch_first(
+                f"{name} should be a boolean value, but got {name}={value}",
+                f"got {value!r} of type {type(value).__name__}; pass True or False",
+            )
         )
     return bool(value)
 
@@ -154,8 +157,11 @@ class EpochSampler(Sampler[int]):
 
     @property
     def resumes_at_offset(self) -> bool:
-        """Whether offsets count the indices this sampler yields (False once ``__iter__`` is
-        overridden by a subclass: a loader then resumes it by replaying its epoch)."""
+        """Whether offsets count the indices this sampler yields.
+
+        False once ``__iter__`` is overridden by a subclass: a loader then resumes it by
+        replaying its epoch.
+        """
         return _iterates_itself(self)
 
     def _begin_chunks(self) -> tuple[EpochRecord, Iterator[list[Any]]]:

@@ -33,8 +33,10 @@ _DRAW_TAG = 0x4452_4157
 
 
 def _permutation_chunks(seed: int, n: int, total: int, start: int) -> Iterator[list[int]]:
-    """Whole permutations of ``range(n)`` (round ``r`` keyed by ``(seed, tag, r)``), cut to
-    ``total``."""
+    """Whole permutations of ``range(n)``, cut to ``total``.
+
+    Round ``r`` is keyed by ``(seed, tag, r)``.
+    """
     round_index, skip = divmod(start, n)
     position = round_index * n
     while position < total:

@@ -154,8 +154,10 @@ class ShardedIterableDataset(IterableDataset[T_co]):
         raise NotImplementedError(f"{type(self).__name__} must implement read_shard")
 
     def __iter__(self) -> Iterator[T_co]:
-        """Read this (rank, worker) pair's shards from their offsets (a fresh pass unless a
-        state was loaded)."""
+        """Read this (rank, worker) pair's shards from their offsets.
+
+        A fresh pass unless a state was loaded.
+        """
         info = get_shard_info(self.rank, self.world_size)
         loaded, self._loaded = self._loaded, None
         offsets, done = loaded if loaded is not None else ({}, set())

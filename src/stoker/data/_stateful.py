@@ -53,8 +53,10 @@ class OffsetStateful(Stateful, Protocol):
 
 
 def is_stateful(value: Any) -> TypeGuard[Stateful]:
-    """Whether ``value`` keeps the :class:`Stateful` contract: both methods, and a
-    ``state_dict()`` that can be called without arguments."""
+    """Whether ``value`` keeps the :class:`Stateful` contract.
+
+    That is: both methods, and a ``state_dict()`` that can be called without arguments.
+    """
     return isinstance(value, Stateful) and callable_without_arguments(value.state_dict)
 
 

@@ -1,4 +1,6 @@
-"""``stoker board`` in headless Chromium: every dashboard of TensorBoard's page shows the
+"""``stoker board`` in headless Chromium: every TensorBoard dashboard shows the corpus's data.
+
+``stoker board`` in headless Chromium: every dashboard of TensorBoard's page shows the
 corpus's runs and tags, its pictures, sounds, tables and graphs, when stoker's data server feeds
 it.
 
@@ -266,8 +268,11 @@ CHECKS: dict[str, Callable[[Snapshot], list[str]]] = {
 
 @pytest.fixture(scope="module")
 def board(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``stoker board`` on stoker's corpus, as a real process; yield the page's URL once it
-    prints it; stop it (SIGTERM, then SIGKILL) and reap it on every path."""
+    """Run ``stoker board`` on stoker's corpus as a real process and yield the page's URL.
+
+    ``stoker board`` on stoker's corpus, as a real process; yield the page's URL once it
+    prints it; stop it (SIGTERM, then SIGKILL) and reap it on every path.
+    """
     logdir = board_corpus.write_stoker_corpus(tmp_path_factory.mktemp("board") / "logs")
     command = [
         sys.executable, "-m", "stoker.cli", "board", str(logdir),
@@ -325,8 +330,11 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[chromium.Page]:
 
 @pytest.mark.parametrize("dashboard", list(CHECKS))
 def test_board_dashboard_shows_the_corpus(dashboard: str, board: str, page: chromium.Page) -> None:
-    """The dashboard, opened afresh on ``stoker board``, shows the corpus's runs, its tags and
-    what each holds (see each check); a screenshot is kept."""
+    """The dashboard, opened afresh on ``stoker board``, shows the corpus's runs, tags and data.
+
+    The dashboard, opened afresh on ``stoker board``, shows the corpus's runs, its tags and
+    what each holds (see each check); a screenshot is kept.
+    """
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     screenshot = ARTIFACTS / f"board_{dashboard}.png"
     screenshot.unlink(missing_ok=True)

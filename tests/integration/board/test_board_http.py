@@ -1,4 +1,6 @@
-"""``stoker board``: TensorBoard's HTTP API over stoker's data provider answers as over its own
+"""``stoker board``: TensorBoard's HTTP API over stoker's provider answers as over its own loader.
+
+``stoker board``: TensorBoard's HTTP API over stoker's data provider answers as over its own
 Python loader, route by route, on the same files (stoker's and torch's).
 
 One difference is the protocol's, not the server's: TensorBoard's gRPC ``ScalarData.value`` is
@@ -32,10 +34,13 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
 
 @pytest.mark.parametrize("writer", sorted(WRITERS))
 def test_board_answers_as_the_python_loader(writer: str, tmp_path: Path) -> None:
-    """Every route the page asks (runs, plugin listing, every plugin's tags, data and blobs,
+    """Every route the page asks answers alike through ``stoker board`` and the Python loader.
+
+    Every route the page asks (runs, plugin listing, every plugin's tags, data and blobs,
     hparams and time series as the Angular page asks them) answers the same status, content
     type and body through ``stoker board``'s gRPC provider as through TensorBoard's Python
-    loader (``--load_fast=false``), on one corpus."""
+    loader (``--load_fast=false``), on one corpus.
+    """
     logdir = WRITERS[writer](tmp_path / writer)
     with board_http.serve_python(logdir) as base:
         expected = board_http.crawl(base)

@@ -100,16 +100,22 @@ def _png_pixels(data: bytes) -> np.ndarray:
 def test_two_python_loader_servers_answer_alike(
     corpus: Path, python_crawl: board_http.Crawl
 ) -> None:
-    """A second server on the same files answers every route as the first: the harness itself
-    finds no difference where there is none (blob URLs, wall times and orders included)."""
+    """The harness finds no difference between two servers on the same files.
+
+    A second server on the same files answers every route as the first: the harness itself
+    finds no difference where there is none (blob URLs, wall times and orders included).
+    """
     with board_http.serve_python(corpus) as base:
         again = board_http.crawl(base)
     assert board_http.compare(python_crawl, again) == []
 
 
 def test_the_crawl_reaches_every_plugin(python_crawl: board_http.Crawl) -> None:
-    """Every plugin the corpus writes is listed as active, and the crawl asked each of its data
-    routes and got non-empty answers; no route it asked answered with an error."""
+    """Every plugin of the corpus is active, and the crawl got non-empty answers from its routes.
+
+    Every plugin the corpus writes is listed as active, and the crawl asked each of its data
+    routes and got non-empty answers; no route it asked answered with an error.
+    """
     listing = _answer(python_crawl, "GET /data/plugins_listing")
     assert {name for name in board_corpus.PLUGINS if listing[name]["enabled"]} == set(
         board_corpus.PLUGINS
@@ -131,8 +137,11 @@ def test_the_crawl_reaches_every_plugin(python_crawl: board_http.Crawl) -> None:
 
 
 def test_scalars_and_tensors_are_the_written_values(python_crawl: board_http.Crawl) -> None:
-    """Scalars come back with their steps, wall times and values; text rendered from the
-    written markdown; the mesh's vertices, faces and colours as written; the hparams' sessions."""
+    """Scalars, text, meshes and hparams sessions come back as written.
+
+    Scalars come back with their steps, wall times and values; text rendered from the
+    written markdown; the mesh's vertices, faces and colours as written; the hparams' sessions.
+    """
     loss = _get(python_crawl, "/data/plugin/scalars/scalars", run="train", tag="loss")
     assert loss == [
         [board_corpus.WALL + s, s, pytest.approx(1.0 / (s + 1), rel=1e-6)] for s in range(60)
@@ -166,8 +175,11 @@ def test_scalars_and_tensors_are_the_written_values(python_crawl: board_http.Cra
 
 
 def test_blobs_are_the_written_bytes(python_crawl: board_http.Crawl) -> None:
-    """Each image URL serves a PNG of the written pixels (through both the images and the time
-    series routes), each audio URL a WAV of the written samples, the projector the tensor."""
+    """Image, audio and projector URLs serve the written pixels, samples and tensor.
+
+    Each image URL serves a PNG of the written pixels (through both the images and the time
+    series routes), each audio URL a WAV of the written samples, the projector the tensor.
+    """
     images = "/data/plugin/images/images"
     pictures = _get(python_crawl, images, run="train", tag="picture", sample=0)
     assert [entry["step"] for entry in pictures] == [0, 1, 2]
@@ -201,8 +213,11 @@ def test_blobs_are_the_written_bytes(python_crawl: board_http.Crawl) -> None:
 def test_rust_data_server_differences_are_reported(
     corpus: Path, python_crawl: board_http.Crawl
 ) -> None:
-    """Crawl ``--load_fast=true`` (the Rust data server) and print how it differs from the
-    Python loader, route by route: what two of TensorBoard's own providers do not agree on."""
+    """Crawl ``--load_fast=true`` and print how it differs from the Python loader, route by route.
+
+    Crawl ``--load_fast=true`` (the Rust data server) and print how it differs from the
+    Python loader, route by route: what two of TensorBoard's own providers do not agree on.
+    """
     with board_http.serve_rust(corpus) as base:
         rust = board_http.crawl(base)
     differences = board_http.compare(python_crawl, rust)
@@ -213,10 +228,13 @@ def test_rust_data_server_differences_are_reported(
 
 
 def test_serve_with_provider_reaches_a_grpc_data_provider(corpus: Path) -> None:
-    """TensorBoard's web server started by ``serve_with_provider`` on a gRPC data provider (the
+    """``serve_with_provider`` on the Rust data server answers as ``--load_fast=true``.
+
+    TensorBoard's web server started by ``serve_with_provider`` on a gRPC data provider (the
     Rust data server, started alone) answers as ``--load_fast=true``, which runs the same server
     behind the same client: the plug-in point for ``stoker board`` works. The lists that follow
-    the provider's tag order compare in any order: that order changes with each Rust process."""
+    the provider's tag order compare in any order: that order changes with each Rust process.
+    """
     with board_http.serve_rust(corpus) as base:
         expected = board_http.crawl(base)
     with (

@@ -1,5 +1,8 @@
-"""``s3://`` log dirs served by the board: read through the reader's remote support from a real
-S3-compatible server (moto's, on 127.0.0.1), answering as the same files on local disk do."""
+"""``s3://`` log dirs served by the board answer as the same files on local disk do.
+
+``s3://`` log dirs served by the board: read through the reader's remote support from a real
+S3-compatible server (moto's, on 127.0.0.1), answering as the same files on local disk do.
+"""
 
 from __future__ import annotations
 
@@ -34,7 +37,7 @@ KINDS = {
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """moto's S3 server on 127.0.0.1 for this module."""
+    """Moto's S3 server on 127.0.0.1 for this module."""
     with moto_server(tmp_path_factory.mktemp("moto") / "server.log") as url:
         yield url
 
@@ -81,8 +84,11 @@ def _answers(address: str) -> dict[str, Any]:
 def test_an_s3_log_dir_is_served_as_its_local_copy(
     endpoint: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The corpus uploaded to a bucket: runs, scalars, tensors, and every image and audio blob
-    (read back from S3 on demand) are what the same files on disk give."""
+    """The corpus uploaded to a bucket gives what the same files on disk give.
+
+    The corpus uploaded to a bucket: runs, scalars, tensors, and every image and audio blob
+    (read back from S3 on demand) are what the same files on disk give.
+    """
     local = board_corpus.write_stoker_corpus(tmp_path / "logs")
     for key, value in S3_CREDENTIALS.items():
         monkeypatch.setenv(key, value)

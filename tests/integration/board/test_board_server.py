@@ -112,8 +112,11 @@ def _answers(source: Any, ctx: Any, plugin: str, kind: str, num_points: int) -> 
 
 @pytest.mark.parametrize("num_points", [1, 3, 1_000_000])
 def test_every_answer_equals_tensorboards_own_provider(corpus: Path, num_points: int) -> None:
-    """For every plugin of the corpus, list and read answers (downsampled to 1, 3 and all
-    points) and every blob's bytes equal those of TensorBoard's own provider on the files."""
+    """For every plugin, list, read and blob answers equal those of TensorBoard's own provider.
+
+    For every plugin of the corpus, list and read answers (downsampled to 1, 3 and all
+    points) and every blob's bytes equal those of TensorBoard's own provider on the files.
+    """
     ctx = context.RequestContext()
     expected_source = _python_provider(corpus)
     with served(corpus, reload_interval=0) as (_, client):
@@ -143,8 +146,11 @@ def _float32_scalars(answers: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_a_long_series_is_downsampled_as_tensorboard_downsamples(tmp_path: Path) -> None:
-    """5,000 points asked for as 1,000: the same 1,000 points as TensorBoard's provider keeps
-    from the same series, the last one always among them, on every call."""
+    """5,000 points asked for as 1,000 are the 1,000 points TensorBoard's provider keeps.
+
+    5,000 points asked for as 1,000: the same 1,000 points as TensorBoard's provider keeps
+    from the same series, the last one always among them, on every call.
+    """
     with stb.SummaryWriter(tmp_path / "run") as writer:
         for step in range(5000):
             writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=1e9 + step)
@@ -165,8 +171,11 @@ def test_a_long_series_is_downsampled_as_tensorboard_downsamples(tmp_path: Path)
 
 
 def test_run_and_tag_filters_select_as_tensorboard_selects(corpus: Path) -> None:
-    """Run and tag filters, alone and together, and filters naming nothing, select what
-    TensorBoard's provider selects; a run with no matching series is left out."""
+    """Run and tag filters select what TensorBoard's provider selects.
+
+    Run and tag filters, alone and together, and filters naming nothing, select what
+    TensorBoard's provider selects; a run with no matching series is left out.
+    """
     ctx = context.RequestContext()
     expected_source = _python_provider(corpus)
     filters = [
@@ -200,9 +209,12 @@ def _raw_call(address: str, method: str, request: bytes) -> grpc.RpcError:
 
 
 def test_bad_requests_get_statuses_never_tracebacks(corpus: Path) -> None:
-    """A missing or negative downsample and malformed request bytes are INVALID_ARGUMENT; a
+    """Bad requests get INVALID_ARGUMENT or NOT_FOUND, and the server goes on serving.
+
+    A missing or negative downsample and malformed request bytes are INVALID_ARGUMENT; a
     malformed blob key INVALID_ARGUMENT; a key naming no blob NOT_FOUND: each a status with a
-    message naming the value, the server still serving afterwards."""
+    message naming the value, the server still serving afterwards.
+    """
     ctx = context.RequestContext()
     with served(corpus, reload_interval=0) as (server, client):
         stub = grpc_provider.make_stub(grpc.insecure_channel(server.address))
@@ -244,8 +256,11 @@ def _poll(read: Callable[[], Any], done: Callable[[Any], bool]) -> Any:
 
 
 def test_a_live_log_dir_is_followed(tmp_path: Path) -> None:
-    """While runs are written, new points, new tags and new runs appear at the next reload;
-    a run whose files are deleted disappears; the cached answers follow."""
+    """New points, tags and runs appear at the next reload, and deleted runs disappear.
+
+    While runs are written, new points, new tags and new runs appear at the next reload;
+    a run whose files are deleted disappears; the cached answers follow.
+    """
     ctx = context.RequestContext()
     writer = stb.SummaryWriter(tmp_path / "a", flush_secs=0.05)
     writer.add_scalar("loss", 1.0, 0)
@@ -277,8 +292,11 @@ def test_a_live_log_dir_is_followed(tmp_path: Path) -> None:
 
 
 def test_a_corrupt_record_is_skipped_with_one_warning(tmp_path: Path) -> None:
-    """Garbage in the middle of a file: the points before and after it are served, and the
-    damage is one CorruptRecordWarning when the log dir is read."""
+    """Garbage in a file: the points before and after it are served, with one CorruptRecordWarning.
+
+    Garbage in the middle of a file: the points before and after it are served, and the
+    damage is one CorruptRecordWarning when the log dir is read.
+    """
     with stb.SummaryWriter(tmp_path / "run") as writer:
         writer.add_scalar("loss", 1.0, 0)
     (path,) = (tmp_path / "run").glob("events.*")
@@ -300,8 +318,11 @@ def test_a_corrupt_record_is_skipped_with_one_warning(tmp_path: Path) -> None:
 
 
 def test_images_are_read_from_their_files_not_held(tmp_path: Path) -> None:
-    """A run of 20 incompressible 256x256 images: what the server holds pickles to a small
-    fraction of the images' bytes, and every image comes back byte for byte from its file."""
+    """What the server holds of 20 images pickles small; each is served byte for byte from its file.
+
+    A run of 20 incompressible 256x256 images: what the server holds pickles to a small
+    fraction of the images' bytes, and every image comes back byte for byte from its file.
+    """
     rng = np.random.default_rng(0)
     images = [rng.integers(0, 256, (256, 256, 3), dtype=np.uint8) for _ in range(20)]
     with stb.SummaryWriter(tmp_path / "run") as writer:
@@ -325,8 +346,11 @@ def test_images_are_read_from_their_files_not_held(tmp_path: Path) -> None:
 
 
 def test_a_blob_whose_file_was_removed_is_not_found(tmp_path: Path) -> None:
-    """Images listed, then their file removed before the page asks: NOT_FOUND naming the
-    file, not a traceback or other bytes."""
+    """An image whose file is removed after listing gives NOT_FOUND naming the file.
+
+    Images listed, then their file removed before the page asks: NOT_FOUND naming the
+    file, not a traceback or other bytes.
+    """
     with stb.SummaryWriter(tmp_path / "run") as writer:
         writer.add_image("picture", np.zeros((4, 4, 3), dtype=np.uint8), 0, dataformats="HWC")
     ctx = context.RequestContext()
@@ -366,8 +390,11 @@ def test_a_missing_log_dir_is_an_event_file_error(tmp_path: Path) -> None:
 
 
 def test_requests_in_flight_during_reloads_see_one_state(tmp_path: Path) -> None:
-    """Readers asking while a writer appends and the server reloads every 10 ms always get a
-    series whose points are a prefix of what was written, in order."""
+    """Readers racing a writer and 10 ms reloads always get a prefix of what was written.
+
+    Readers asking while a writer appends and the server reloads every 10 ms always get a
+    series whose points are a prefix of what was written, in order.
+    """
     ctx = context.RequestContext()
     writer = stb.SummaryWriter(tmp_path / "run", flush_secs=0.01)
     writer.add_scalar("x", 0.0, 0)

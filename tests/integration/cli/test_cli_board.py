@@ -84,9 +84,12 @@ def _assert_no_process_with(text: str) -> None:
 
 
 class _Board:
-    """``stoker board ARGS`` in a session of its own, its stdout and stderr read as they come,
+    """Run ``stoker board ARGS`` in a session of its own, reading its output as it comes.
+
+    ``stoker board ARGS`` in a session of its own, its stdout and stderr read as they come,
     on pipes or on one pseudo-terminal; on leaving, it and its TensorBoard are killed if still
-    running, and reaped."""
+    running, and reaped.
+    """
 
     def __init__(self, *args: str, terminal: bool = False, python: list[str] | None = None):
         command = [*(python or [sys.executable, "-m", "stoker.cli"]), "board", *args]
@@ -212,9 +215,12 @@ def _get_json(base: str, path: str, **query: str) -> object:
 def test_board_serves_then_ends_tensorboard_on_every_signal(
     tmp_path: Path, sig: int, code: int
 ) -> None:
-    """On pipes: the URL line on stdout once the page answers with the runs; Ctrl-C (SIGINT to
+    """On pipes: the URL line comes once the page answers; each signal ends it with its status.
+
+    On pipes: the URL line on stdout once the page answers with the runs; Ctrl-C (SIGINT to
     the process group, as a terminal sends it) exits 0, SIGTERM 143, SIGHUP 129; TensorBoard's
-    session ends each time, and its banner lines never reach stderr."""
+    session ends each time, and its banner lines never reach stderr.
+    """
     _write_run(tmp_path / "a")
     with _board(str(tmp_path), "--port", _port()) as board:
         session = board.tensorboard()
@@ -236,8 +242,11 @@ def test_board_serves_then_ends_tensorboard_on_every_signal(
 
 
 def test_board_on_a_terminal_prints_two_clean_lines(tmp_path: Path) -> None:
-    """On a pseudo-terminal (stdin, stdout and stderr): exactly the reading line and the URL
-    line, nothing of TensorBoard's banners, no escape codes; Ctrl-C ends it with status 0."""
+    """On a pseudo-terminal: only the reading line and the URL line; Ctrl-C ends it with status 0.
+
+    On a pseudo-terminal (stdin, stdout and stderr): exactly the reading line and the URL
+    line, nothing of TensorBoard's banners, no escape codes; Ctrl-C ends it with status 0.
+    """
     _write_run(tmp_path / "a")
     with _board(str(tmp_path), "--port", _port(), terminal=True) as board:
         session = board.tensorboard()
@@ -255,8 +264,11 @@ def test_board_on_a_terminal_prints_two_clean_lines(tmp_path: Path) -> None:
 
 
 def test_board_forwards_tensorboards_other_stderr_lines_as_they_come(tmp_path: Path) -> None:
-    """TensorBoard's own warnings (a 404 here) reach stderr while it serves, each as soon as it
-    is written, in order and once; only the two banner lines are left out."""
+    """TensorBoard's own warnings reach stderr as they are written, in order and once.
+
+    TensorBoard's own warnings (a 404 here) reach stderr while it serves, each as soon as it
+    is written, in order and once; only the two banner lines are left out.
+    """
     _write_run(tmp_path / "a")
     with _board(str(tmp_path), "--port", _port()) as board:
         session = board.tensorboard()
@@ -275,8 +287,11 @@ def test_board_forwards_tensorboards_other_stderr_lines_as_they_come(tmp_path: P
 
 
 def test_board_killed_outright_takes_tensorboard_with_it(tmp_path: Path) -> None:
-    """SIGKILL of stoker board leaves no clean-up to do, yet TensorBoard ends by itself (Linux
-    sends it SIGTERM when its parent dies)."""
+    """After SIGKILL of stoker board, TensorBoard ends by itself.
+
+    SIGKILL of stoker board leaves no clean-up to do, yet TensorBoard ends by itself (Linux
+    sends it SIGTERM when its parent dies).
+    """
     _write_run(tmp_path / "a")
     with _board(str(tmp_path), "--port", _port()) as board:
         session = board.tensorboard()
@@ -288,8 +303,11 @@ def test_board_killed_outright_takes_tensorboard_with_it(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("listening", [True, False], ids=["listening", "bound"])
 def test_board_on_a_taken_port_says_so_in_one_line(tmp_path: Path, listening: bool) -> None:
-    """A port held by another program (listening, or only bound) is refused before anything
-    starts: one line naming the address, status 1, no URL line, no TensorBoard."""
+    """A port held by another program is refused before anything starts.
+
+    A port held by another program (listening, or only bound) is refused before anything
+    starts: one line naming the address, status 1, no URL line, no TensorBoard.
+    """
     _write_run(tmp_path / "a")
     with socket.socket() as held:
         held.bind(("127.0.0.1", 0))
@@ -307,8 +325,11 @@ def test_board_on_a_taken_port_says_so_in_one_line(tmp_path: Path, listening: bo
 
 
 def test_board_reports_tensorboard_exiting_at_start(tmp_path: Path) -> None:
-    """TensorBoard refusing its flags: its own error is forwarded, then one line of stoker
-    board's with TensorBoard's status, which is stoker board's; nothing is left running."""
+    """TensorBoard refusing its flags: its error is forwarded and its status is stoker board's.
+
+    TensorBoard refusing its flags: its own error is forwarded, then one line of stoker
+    board's with TensorBoard's status, which is stoker board's; nothing is left running.
+    """
     _write_run(tmp_path / "a")
     with _board(str(tmp_path), "--port", _port(), "--", "--no_such_flag") as board:
         session = board.tensorboard()
@@ -364,8 +385,11 @@ def test_board_refuses_bad_option_values(
 
 
 def test_board_data_server_only_feeds_a_tensorboard_started_apart(tmp_path: Path) -> None:
-    """--data-server-only prints the flag for TensorBoard; a TensorBoard given it shows the runs;
-    Ctrl-C ends the data server with status 0."""
+    """--data-server-only prints the flag for a TensorBoard, which then shows the runs.
+
+    --data-server-only prints the flag for TensorBoard; a TensorBoard given it shows the runs;
+    Ctrl-C ends the data server with status 0.
+    """
     _write_run(tmp_path / "a")
     _write_run(tmp_path / "b", points=3)
     with _board(str(tmp_path), "--data-server-only") as board:
@@ -382,8 +406,11 @@ def test_board_data_server_only_feeds_a_tensorboard_started_apart(tmp_path: Path
 
 
 def test_board_passes_flags_after_double_dash_to_tensorboard(tmp_path: Path) -> None:
-    """`-- --samples_per_plugin scalars=3` reaches TensorBoard: a 10-point tag shows 3 points,
-    the last among them."""
+    """`-- --samples_per_plugin scalars=3` reaches TensorBoard: a 10-point tag shows 3 points.
+
+    `-- --samples_per_plugin scalars=3` reaches TensorBoard: a 10-point tag shows 3 points,
+    the last among them.
+    """
     _write_run(tmp_path / "a")
     with _board(
         str(tmp_path), "--port", _port(), "--", "--samples_per_plugin", "scalars=3"
@@ -414,9 +441,12 @@ def test_board_url_line_has_tensorboards_path_prefix(tmp_path: Path, flag: list[
 
 @pytest.mark.parametrize("command", ["board", "demo"])
 def test_board_without_tensorboard_names_the_extra(tmp_path: Path, command: str) -> None:
-    """With the tensorboard package not importable (``sys.modules['tensorboard'] = None``,
+    """Without tensorboard, `stoker board` and `stoker demo --tensorboard` name the extra needed.
+
+    With the tensorboard package not importable (``sys.modules['tensorboard'] = None``,
     which makes ``find_spec`` answer None and ``import`` fail), `stoker board` and
-    `stoker demo --tensorboard` say which extra to install, in one line, and exit 2."""
+    `stoker demo --tensorboard` say which extra to install, in one line, and exit 2.
+    """
     _write_run(tmp_path / "a")
     code = (
         "import sys; sys.modules['tensorboard'] = None; from stoker.cli import main; "
@@ -502,9 +532,12 @@ def test_board_on_a_path_with_spaces_and_unicode(tmp_path: Path) -> None:
 def test_board_refuses_its_own_flags_after_double_dash(
     tmp_path: Path, flags: list[str], advice: str
 ) -> None:
-    """A flag stoker board gives TensorBoard itself, repeated after --: one line naming it and
+    """A flag stoker board gives TensorBoard itself, repeated after --, is refused with status 2.
+
+    A flag stoker board gives TensorBoard itself, repeated after --: one line naming it and
     what to do instead, status 2, nothing started (TensorBoard would take the later one, and the
-    page would be awaited where it is not)."""
+    page would be awaited where it is not).
+    """
     assert _refused(str(tmp_path), "--", *flags) == (
         f"stoker board: {flags[0]!r} after -- is a flag stoker board gives TensorBoard itself: "
         f"{advice}\n"

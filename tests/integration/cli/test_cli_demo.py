@@ -109,7 +109,7 @@ def test_bad_settings_raise_value_error(option: str, value: int) -> None:
 
 
 def test_demo_logs_read_back_with_stokers_reader(tmp_path: Path) -> None:
-    """stoker's Reader finds the demo's runs and reads the same values TensorBoard does."""
+    """Stoker's Reader finds the demo's runs and reads the same values TensorBoard does."""
     from stoker.tensorboard import Reader
 
     result = run_demo(workers=0, logdir=str(tmp_path), **TINY)  # type: ignore[arg-type]

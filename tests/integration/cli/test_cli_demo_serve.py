@@ -1,5 +1,8 @@
-"""`stoker demo --tensorboard`: serves its logs as `stoker board` does, on 127.0.0.1, and ends
-TensorBoard on every way out."""
+"""`stoker demo --tensorboard`: serves its logs as `stoker board` does, and ends TensorBoard.
+
+`stoker demo --tensorboard`: serves its logs as `stoker board` does, on 127.0.0.1, and ends
+TensorBoard on every way out.
+"""
 
 from __future__ import annotations
 
@@ -41,9 +44,12 @@ def _alive(pid: int) -> bool:
 
 
 def _kill_tree(pid: int, known: set[int]) -> None:
-    """SIGKILL the demo's process group and every process found below it (TensorBoard runs in
+    """SIGKILL the demo's process group and every process found below it.
+
+    SIGKILL the demo's process group and every process found below it (TensorBoard runs in
     a session of its own), so a demo that did not stop in time is this test's failure alone:
-    the `with` block can then reap it and close its pipes."""
+    the `with` block can then reap it and close its pipes.
+    """
     below = known | _descendants(pid)  # before the kill: orphans no longer show below it
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, signal.SIGKILL)
@@ -58,8 +64,11 @@ def _kill_tree(pid: int, known: set[int]) -> None:
     [(signal.SIGINT, 0), (signal.SIGTERM, 128 + signal.SIGTERM), (signal.SIGHUP, 128 + 1)],
 )
 def test_demo_tensorboard_ends_what_it_started(tmp_path: Path, sig: int, code: int) -> None:
-    """The demo's closing hint names `stoker board`; its URL line comes once TensorBoard on
-    stoker's data server answers; Ctrl-C, SIGTERM and SIGHUP each stop the demo and TensorBoard."""
+    """The demo serves on stoker's data server; Ctrl-C, SIGTERM and SIGHUP end it and TensorBoard.
+
+    The demo's closing hint names `stoker board`; its URL line comes once TensorBoard on
+    stoker's data server answers; Ctrl-C, SIGTERM and SIGHUP each stop the demo and TensorBoard.
+    """
     port = tb_server.free_port()
     command = [
         sys.executable, "-m", "stoker.cli", "demo", "--epochs", "1", "--samples", "200",

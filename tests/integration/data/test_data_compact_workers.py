@@ -1,4 +1,6 @@
-"""Compact containers in real workers: no copy in forked workers, shared memory for spawned ones,
+"""Compact containers in real workers: no copies, shared memory, exact reads, no segment left.
+
+Compact containers in real workers: no copy in forked workers, shared memory for spawned ones,
 both loaders (stoker's and torch's) read them exactly, and no segment is left when a process dies.
 """
 
@@ -58,8 +60,11 @@ def _growth(items: Any, method: str) -> list[int]:
 
 
 def test_forked_workers_do_not_copy_a_container_but_copy_a_list() -> None:
-    """Reading every str of a list copies most of its pages into a fork worker; reading the same
-    strings from a StringSequence copies almost nothing."""
+    """Reading strings in a fork worker copies a list's pages but almost none of a StringSequence's.
+
+    Reading every str of a list copies most of its pages into a fork worker; reading the same
+    strings from a StringSequence copies almost nothing.
+    """
     texts = _texts()
     seq = sd.StringSequence(texts)
     list_bytes = sum(sys.getsizeof(text) for text in texts)
@@ -70,8 +75,11 @@ def test_forked_workers_do_not_copy_a_container_but_copy_a_list() -> None:
 
 
 def test_spawn_workers_map_the_container_without_a_copy() -> None:
-    """A multiprocessing pickle names a segment (not the bytes); a spawn worker reading every
-    item adds little private memory; the name goes when the container is freed."""
+    """A container's pickle names its segment; spawn workers share it; the name goes with it.
+
+    A multiprocessing pickle names a segment (not the bytes); a spawn worker reading every
+    item adds little private memory; the name goes when the container is freed.
+    """
     seq = sd.StringSequence(_texts())
     blob = ForkingPickler.dumps(seq)
     assert len(blob) < 4096 < seq.nbytes
@@ -87,8 +95,11 @@ def test_spawn_workers_map_the_container_without_a_copy() -> None:
 @pytest.mark.parametrize("method", ["fork", "spawn", "forkserver"])
 @pytest.mark.parametrize("loader_class", [sd.DataLoader, td.DataLoader], ids=["stoker", "torch"])
 def test_loaders_read_every_record_exactly(method: str, loader_class: Any) -> None:
-    """stoker's and torch's loaders, with each start method, read a RecordSequence and a
-    StringSequence: every sample once, equal to the original."""
+    """Stoker's and torch's loaders read a RecordSequence and a StringSequence exactly.
+
+    Stoker's and torch's loaders, with each start method, read a RecordSequence and a
+    StringSequence: every sample once, equal to the original.
+    """
     records = _records(2000)
     data = sd.RecordSequence(records)
     loader = loader_class(
@@ -107,8 +118,11 @@ def test_loaders_read_every_record_exactly(method: str, loader_class: Any) -> No
 
 
 def test_no_segment_left_after_a_worker_is_killed() -> None:
-    """A spawn worker SIGKILLed while reading a container: the loader raises, no worker segment
-    is left, and the container's own name goes with the container."""
+    """A spawn worker SIGKILLed while reading a container: the loader raises, no segment is left.
+
+    A spawn worker SIGKILLed while reading a container: the loader raises, no worker segment
+    is left, and the container's own name goes with the container.
+    """
     seq = sd.StringSequence(_texts(5000))
     loader = sd.DataLoader(
         KillAt(seq, at=1234), batch_size=100, num_workers=2, multiprocessing_context="spawn"
@@ -138,8 +152,11 @@ if __name__ == "__main__":
 
 
 def test_no_segment_left_when_the_main_process_is_killed() -> None:
-    """Main process SIGKILLed while its spawn workers hold its container: the workers find it
-    gone and unlink its names, so none is left after a few seconds."""
+    """Main process SIGKILLed while spawn workers hold its container: the workers unlink its names.
+
+    Main process SIGKILLed while its spawn workers hold its container: the workers find it
+    gone and unlink its names, so none is left after a few seconds.
+    """
     script = _MAIN_SCRIPT.format(support=SUPPORT)
     with subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
@@ -160,8 +177,11 @@ METHODS = ["fork", "spawn"]
 
 @pytest.mark.parametrize("method", METHODS)
 def test_temporaries_put_on_a_queue_are_read(method: str) -> None:
-    """Containers put on a multiprocessing queue with no reference kept (pickled later, by the
-    queue's feeder thread) reach the reader whole, each time; no name is left afterwards."""
+    """Containers put on a queue with no reference kept reach the reader whole; no name is left.
+
+    Containers put on a multiprocessing queue with no reference kept (pickled later, by the
+    queue's feeder thread) reach the reader whole, each time; no name is left afterwards.
+    """
     context = multiprocessing.get_context(method)
     inbox, outbox = context.Queue(), context.Queue()
     reader = context.Process(target=echo_lists, args=(inbox, outbox, 3))
@@ -177,8 +197,11 @@ def test_temporaries_put_on_a_queue_are_read(method: str) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_a_queue_is_read_after_its_writer_exited(method: str) -> None:
-    """A child puts temporaries and exits; the parent reads them afterwards, all whole, and no
-    name of the child's is left."""
+    """Temporaries a child put before exiting are read whole by the parent; no name is left.
+
+    A child puts temporaries and exits; the parent reads them afterwards, all whole, and no
+    name of the child's is left.
+    """
     context = multiprocessing.get_context(method)
     outbox = context.Queue()
     writer = context.Process(target=put_temporaries, args=(outbox, 3))
@@ -194,8 +217,11 @@ def test_a_queue_is_read_after_its_writer_exited(method: str) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_pool_apply_async_with_a_temporary(method: str) -> None:
-    """Pool.apply_async(f, (compact(texts),)) three times before any result is taken: the pool's
-    worker reads each container whole, though the pool drops each task once it sent the next."""
+    """Three Pool.apply_async calls of containers before any result: the worker reads each whole.
+
+    Pool.apply_async(f, (compact(texts),)) three times before any result is taken: the pool's
+    worker reads each container whole, though the pool drops each task once it sent the next.
+    """
     with multiprocessing.get_context(method).Pool(1) as pool:
         tasks = [numbered_texts(1000, f"task {number}") for number in range(3)]
         results = [pool.apply_async(as_list, (sd.compact(texts),)) for texts in tasks]
@@ -209,8 +235,11 @@ def test_pool_apply_async_with_a_temporary(method: str) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_receiver_reads_after_the_sender_freed_the_container(method: str) -> None:
-    """The sender pickles a container into a pipe, frees it and collects garbage (its own name
-    is gone); the receiver, told only then to read, still gets every item."""
+    """A container freed by its sender after pickling into a pipe still reaches the receiver whole.
+
+    The sender pickles a container into a pipe, frees it and collects garbage (its own name
+    is gone); the receiver, told only then to read, still gets every item.
+    """
     context = multiprocessing.get_context(method)
     receiving, sending = context.Pipe(duplex=False)
     go, outbox = context.Event(), context.Queue()
@@ -260,8 +289,11 @@ def _wait_gone(pid: int) -> None:
 
 @pytest.mark.parametrize("method", METHODS)
 def test_no_segment_left_after_the_sender_is_killed(method: str) -> None:
-    """The sender is SIGKILLed holding one container and with another in flight; its child reads
-    both afterwards, whole, and once every process has ended no name of theirs is left."""
+    """A sender SIGKILLed with containers held and in flight: its child reads both; no name is left.
+
+    The sender is SIGKILLed holding one container and with another in flight; its child reads
+    both afterwards, whole, and once every process has ended no name of theirs is left.
+    """
     script = _SENDER_SCRIPT.format(support=SUPPORT, method=method)
     with subprocess.Popen(
         [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
@@ -301,8 +333,11 @@ if __name__ == "__main__":
 
 @pytest.mark.parametrize("method", METHODS)
 def test_no_segment_left_after_the_receiver_is_killed(method: str) -> None:
-    """The receiver is SIGKILLed after reading one container, with another unread in its queue;
-    the sender then exits, and no name of either is left."""
+    """A receiver SIGKILLed with a container unread: after the sender exits no name is left.
+
+    The receiver is SIGKILLed after reading one container, with another unread in its queue;
+    the sender then exits, and no name of either is left.
+    """
     script = _RECEIVER_SCRIPT.format(support=SUPPORT, method=method)
     done = subprocess.run(
         [sys.executable, "-c", script],

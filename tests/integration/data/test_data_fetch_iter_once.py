@@ -45,8 +45,11 @@ def _rows(batches: list[Any], batch_size: int | None) -> list[tuple[int, int, in
 
 
 def _drain(iterator: Any, batch_size: int | None, cap: int) -> tuple[list[Any], bool]:
-    """The samples of up to ``cap`` batches, and whether the iterator ended within them (a
-    restarting bug repeats its first batch forever)."""
+    """The samples of up to ``cap`` batches, and whether the iterator ended within them.
+
+    The samples of up to ``cap`` batches, and whether the iterator ended within them (a
+    restarting bug repeats its first batch forever).
+    """
     batches = list(itertools.islice(iterator, cap))
     return _rows(batches, batch_size), next(iterator, None) is None
 
@@ -57,9 +60,12 @@ def _drain(iterator: Any, batch_size: int | None, cap: int) -> tuple[list[Any], 
 def test_each_epoch_calls_iter_once_per_replica(
     module: Any, kind: str, batch_size: int | None
 ) -> None:
-    """Two epochs each yield every sample once and end; every sample of an epoch comes from
+    """Two epochs each yield every sample once, from one ``__iter__`` call per replica.
+
+    Two epochs each yield every sample once and end; every sample of an epoch comes from
     the replica's one ``__iter__`` call of that epoch (a worker's copy is fresh each epoch, the
-    main process's dataset counts its epochs)."""
+    main process's dataset counts its epochs).
+    """
     dataset = RestartingStream(SAMPLES)
     loader = module.DataLoader(dataset, batch_size=batch_size, **_workers(kind))
     for epoch in range(2):
@@ -82,11 +88,14 @@ def test_each_epoch_calls_iter_once_per_replica(
     ids=["fast_forward", "own_state", "state_with_arguments"],
 )
 def test_a_resumed_epoch_calls_iter_once_per_replica(module: Any, kind: str, make: Any) -> None:
-    """A state saved after 3 of the epoch's 6 batches, loaded into a new loader, gives the other
+    """A state saved mid-epoch resumes the other samples, each once, from one ``__iter__`` call.
+
+    A state saved after 3 of the epoch's 6 batches, loaded into a new loader, gives the other
     samples, each once, from one ``__iter__`` call per replica, and the epoch ends; the
     dataset's own state (``worker_states``/``dataset``) and a fast-forward alike. A
     ``state_dict()`` that needs arguments (litdata's) is never called: a fast-forward, and no
-    warning of a failing ``state_dict()`` with each batch."""
+    warning of a failing ``state_dict()`` with each batch.
+    """
     stateful = make is StatefulRestartingStream
     before = module.DataLoader(make(SAMPLES), batch_size=2, **_workers(kind))
     with iter(before) as iterator:

@@ -210,8 +210,11 @@ def test_at_most_prefetch_factor_times_workers_batches_outstanding(
 
 
 def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int, ahead: int) -> int:
-    """Yield ``yielded`` batches, wait for the workers to load ``ahead`` more and hold a while;
-    return how many they loaded ahead."""
+    """Yield ``yielded`` batches, then return how many the workers loaded ahead.
+
+    Yield ``yielded`` batches, wait for the workers to load ``ahead`` more and hold a while;
+    return how many they loaded ahead.
+    """
     with iter(loader) as iterator:
         while iterator._num_yielded < yielded:
             next(iterator)
@@ -223,8 +226,11 @@ def _outstanding_after(loader: DataLoader[Any], counter: Any, yielded: int, ahea
 def test_an_unset_prefetch_factor_goes_deeper_for_small_batches(
     prefetch_factor: int | None, kind: str
 ) -> None:
-    """Left unset, process workers delivering small batches run AUTO_PREFETCH batches ahead
-    each (and say so in stats()); prefetch_factor=2 given, and thread workers, stay at 2."""
+    """An unset prefetch_factor runs AUTO_PREFETCH ahead for small batches from process workers.
+
+    Left unset, process workers delivering small batches run AUTO_PREFETCH batches ahead
+    each (and say so in stats()); prefetch_factor=2 given, and thread workers, stay at 2.
+    """
     counter = multiprocessing.get_context("fork").Value("i", 0)
     kwargs = {} if prefetch_factor is None else {"prefetch_factor": prefetch_factor}
     loader = DataLoader(
@@ -355,9 +361,12 @@ def _worker_1_waits_for(marker: str, worker_id: int) -> None:
 
 
 def test_the_deeper_window_opens_when_the_first_batch_arrives(tmp_path: Path) -> None:
-    """An unset prefetch_factor deepens as soon as small batches arrive, not once as many as
+    """An unset prefetch_factor deepens as soon as small batches arrive.
+
+    An unset prefetch_factor deepens as soon as small batches arrive, not once as many as
     workers have been yielded: with worker 1 still starting, worker 0 runs AUTO_PREFETCH
-    batches ahead after the first batch (a window of two would leave it at three)."""
+    batches ahead after the first batch (a window of two would leave it at three).
+    """
     marker = tmp_path / "start-worker-1"
     counter = multiprocessing.get_context("fork").Value("i", 0)
     loader = DataLoader(

@@ -169,7 +169,9 @@ def test_worker_killed_from_outside_is_noticed(start_method: str) -> None:
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
 def test_timeout_raises_naming_the_timeout(kind: str, tmp_path: Path) -> None:
-    """A batch slower than timeout raises RuntimeError naming the timeout, on time; closing
+    """A batch slower than timeout raises RuntimeError on time; closing ends the workers.
+
+    A batch slower than timeout raises RuntimeError naming the timeout, on time; closing
     ends the workers (a thread once its slow fetch returns: threads cannot be stopped).
 
     The slow fetch waits for a marker (30 s at most) created only after the raise, so the
@@ -196,17 +198,24 @@ def test_timeout_raises_naming_the_timeout(kind: str, tmp_path: Path) -> None:
 
 
 def test_unpicklable_dataset_with_spawn_says_what_to_do() -> None:
-    """With spawn, an unpicklable collate_fn warns torch's pickle-error warning and raises a
-    TypeError (also pickle's AttributeError, as torch raises) explaining the fix, at iter()."""
+    """With spawn, an unpicklable collate_fn warns and raises a TypeError explaining the fix.
+
+    With spawn, an unpicklable collate_fn warns torch's pickle-error warning and raises a
+    TypeError (also pickle's AttributeError, as torch raises) explaining the fix, at iter().
+    """
     loader = DataLoader(
         RangeDataset(2), num_workers=1, multiprocessing_context="spawn", collate_fn=lambda b: b
     )
     with (
-        pytest.warns(UserWarning, match="Got pickle error when attempting to start a worker"),
+        pytest.warns(
+            UserWarning, match="Got pickle error when attempting to start a worker"
+        ) as warned,
         pytest.raises(TypeError, match=r"must be picklable .* 'spawn' start method") as caught,
     ):
         iter(loader)
     assert isinstance(caught.value, AttributeError)
+    pickle_warnings = [w for w in warned if "Got pickle error" in str(w.message)]
+    assert [w.filename for w in pickle_warnings] == [__file__]  # the line that called iter()
 
 
 def test_unpicklable_index_raises_instead_of_hanging() -> None:

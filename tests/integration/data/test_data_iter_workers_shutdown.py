@@ -204,7 +204,9 @@ def test_no_worker_survives_its_main_process(mode: str, method: str, tmp_path: P
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
 def test_ctrl_c_while_waiting_closes_the_iterator(kind: str, tmp_path: Path) -> None:
-    """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once
+    """KeyboardInterrupt while waiting for a batch propagates and stops the workers at once.
+
+    KeyboardInterrupt while waiting for a batch propagates and stops the workers at once
     (a thread once its current fetch returns).
 
     Every fetch waits for a marker (30 s at most) that is created only after the interrupt, so
@@ -230,8 +232,11 @@ def test_ctrl_c_while_waiting_closes_the_iterator(kind: str, tmp_path: Path) -> 
 
 
 def _reaped(pids: list[int], within: float) -> bool:
-    """Wait up to ``within`` s until no process of ``pids`` exists, zombies included (a
-    zombie still answers ``kill(pid, 0)``: only a join by the main process removes it)."""
+    """Wait up to ``within`` s until no process of ``pids`` exists, zombies included.
+
+    Wait up to ``within`` s until no process of ``pids`` exists, zombies included (a
+    zombie still answers ``kill(pid, 0)``: only a join by the main process removes it).
+    """
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
         left = []
@@ -248,8 +253,11 @@ def _reaped(pids: list[int], within: float) -> bool:
 
 
 def _hold_exit(worker_id: int) -> None:
-    """worker_init_fn: a non-daemon thread keeps the worker's interpreter from exiting for
-    30 s after its work is done (Python joins such threads at exit)."""
+    """worker_init_fn: a non-daemon thread keeps the worker's interpreter from exiting for 30 s.
+
+    worker_init_fn: a non-daemon thread keeps the worker's interpreter from exiting for
+    30 s after its work is done (Python joins such threads at exit).
+    """
     threading.Thread(target=time.sleep, args=(30,), daemon=False).start()
 
 
@@ -261,9 +269,12 @@ def _fork_holder(worker_id: int) -> None:
 
 
 def test_the_end_of_an_epoch_waits_for_no_worker_stuck_in_its_exit() -> None:
-    """Exhausting the iterator returns once the workers have closed their pipes, not after
+    """Exhausting the iterator returns once the workers closed their pipes, not after they exit.
+
+    Exhausting the iterator returns once the workers have closed their pipes, not after
     their processes exit: a worker whose interpreter cannot exit (a non-daemon thread) is
-    SIGTERMed in the background after the stop grace, and joined (no zombie left)."""
+    SIGTERMed in the background after the stop grace, and joined (no zombie left).
+    """
     from stoker.data._workers.timeouts import STOP_GRACE
 
     loader = DataLoader(RangeDataset(8, 4), batch_size=2, num_workers=2, worker_init_fn=_hold_exit)
@@ -278,8 +289,11 @@ def test_the_end_of_an_epoch_waits_for_no_worker_stuck_in_its_exit() -> None:
 
 
 def test_a_process_forked_by_a_worker_does_not_hold_up_the_end_of_an_epoch() -> None:
-    """A process a worker forked holds the worker's result pipe open after the worker is
-    gone: the worker's own exit ends the wait, well before that process's."""
+    """A worker's exit ends the wait even if a process it forked holds its result pipe open.
+
+    A process a worker forked holds the worker's result pipe open after the worker is
+    gone: the worker's own exit ends the wait, well before that process's.
+    """
     loader = DataLoader(
         RangeDataset(8, 4), batch_size=2, num_workers=2, worker_init_fn=_fork_holder
     )
@@ -293,8 +307,11 @@ def test_a_process_forked_by_a_worker_does_not_hold_up_the_end_of_an_epoch() -> 
 
 
 def test_the_end_of_an_epoch_leaves_no_segment_name() -> None:
-    """Large batches through slabs: by the time the epoch's loop ends, every worker has
-    unlinked its segment names (it does before it closes its pipe)."""
+    """Large batches through slabs: when the epoch's loop ends, every worker has unlinked its names.
+
+    Large batches through slabs: by the time the epoch's loop ends, every worker has
+    unlinked its segment names (it does before it closes its pipe).
+    """
     loader = DataLoader(RangeDataset(16, 4096), batch_size=8, num_workers=2)
     assert len(list(loader)) == 2
     assert loader.stats()["bytes_in_slabs"] > 0
@@ -302,8 +319,11 @@ def test_the_end_of_an_epoch_leaves_no_segment_name() -> None:
 
 
 def test_nothing_keeps_the_dataset_alive_after_an_epoch() -> None:
-    """The workers stopped at the end of an epoch in the background hold no reference to the
-    dataset: once the loader is dropped, the dataset is freed."""
+    """Workers stopped in the background hold no reference to the dataset.
+
+    The workers stopped at the end of an epoch in the background hold no reference to the
+    dataset: once the loader is dropped, the dataset is freed.
+    """
     import gc
     import weakref
 
@@ -322,8 +342,11 @@ def test_nothing_keeps_the_dataset_alive_after_an_epoch() -> None:
 def test_ctrl_c_while_the_epoch_ends_still_joins_the_workers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """KeyboardInterrupt while the end of an epoch waits for the workers' pipes reaches the
-    caller, and the workers are still joined, in the background (no zombie left)."""
+    """KeyboardInterrupt at an epoch's end reaches the caller; the workers are still joined.
+
+    KeyboardInterrupt while the end of an epoch waits for the workers' pipes reaches the
+    caller, and the workers are still joined, in the background (no zombie left).
+    """
     from stoker.data._workers.process import ProcessPool
 
     def interrupted(self: Any, grace: float) -> bool:

@@ -54,8 +54,11 @@ def _load(loader: DataLoader[Any]) -> list[tuple[list[Any], list[int], list[int]
 def test_split_first_batch_equals_the_whole_batch_and_uses_every_worker(
     kind: str, width: int
 ) -> None:
-    """Values and order equal num_workers=0's; batch 0 comes from both workers, later ones
-    each from one, in turn."""
+    """Values and order equal num_workers=0's; batch 0 comes from both workers.
+
+    Values and order equal num_workers=0's; batch 0 comes from both workers, later ones
+    each from one, in turn.
+    """
     dataset = Keyed(50, width)
     expected = _load(DataLoader(dataset, batch_size=7, generator=5))
     loader = DataLoader(
@@ -145,8 +148,11 @@ def test_split_first_batch_must_be_a_bool() -> None:
 
 @pytest.mark.parametrize("kind", WORKER_KINDS)
 def test_the_window_fills_once_the_split_first_batch_is_collated(kind: str) -> None:
-    """Until the first batch is collated only its shares are out (the workers leave the cores
-    to the collation); then the rest of the window goes out at once."""
+    """Only the first batch's shares are out until it is collated; then the rest of the window.
+
+    Until the first batch is collated only its shares are out (the workers leave the cores
+    to the collation); then the rest of the window goes out at once.
+    """
     counter = multiprocessing.get_context("fork").Value("i", 0)
     loader = DataLoader(
         CountingDataset(40, counter),

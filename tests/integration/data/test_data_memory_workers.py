@@ -34,8 +34,11 @@ def _records(n: int) -> list[dict[str, Any]]:
 def _epochs(
     data: Any, seconds: float, batch_size: int = 512, prefetch_factor: int = 2
 ) -> tuple[sd.DataLoader[Any], list[Any]]:
-    """Read ``data`` with 2 persistent fork workers, epoch after epoch, for at least ``seconds``
-    (memory is read at most once a second); return the loader and the warnings."""
+    """Read ``data`` with 2 persistent fork workers for ``seconds``; return loader and warnings.
+
+    Read ``data`` with 2 persistent fork workers, epoch after epoch, for at least ``seconds``
+    (memory is read at most once a second); return the loader and the warnings.
+    """
     loader = sd.DataLoader(
         data if isinstance(data, _Images) else Rows(data),
         batch_size=batch_size,
@@ -67,8 +70,11 @@ def test_stats_report_each_process_workers_private_memory() -> None:
 
 
 def test_the_first_batch_waits_on_no_memory_reading(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first batch reaches the caller before any worker's memory is read; the reading for
-    each worker's first batch is taken at the next batch (or when stats are asked for)."""
+    """The first batch reaches the caller before any worker's memory is read.
+
+    The first batch reaches the caller before any worker's memory is read; the reading for
+    each worker's first batch is taken at the next batch (or when stats are asked for).
+    """
     reads: list[int] = []
     real = _memory.private_bytes
     monkeypatch.setattr(_memory, "private_bytes", lambda pid: reads.append(pid) or real(pid))
@@ -97,8 +103,11 @@ def test_stats_without_process_workers_report_nothing(kwargs: dict[str, Any]) ->
 
 
 def test_one_warning_names_the_cause_and_the_fixes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Fork workers reading a plain list of dicts grow past a lowered threshold: one warning,
-    from the loop's line, naming copy-on-write, the containers and thread workers."""
+    """Fork workers reading a plain list of dicts past a lowered threshold give one warning.
+
+    Fork workers reading a plain list of dicts grow past a lowered threshold: one warning,
+    from the loop's line, naming copy-on-write, the containers and thread workers.
+    """
     monkeypatch.setenv(_memory.WARN_ENV, "8")
     loader, caught = _epochs(_records(200_000), 2.5)
     loader.close()
@@ -151,9 +160,12 @@ def test_bad_threshold_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None
 
 
 class _Images:
-    """Sample i: a fresh float32 array of ``rows`` x 1024 (1 MiB at 256 rows) and, with
+    """Sample i: a fresh float32 array of ``rows`` x 1024 and, with ``records``, a sum of labels.
+
+    Sample i: a fresh float32 array of ``rows`` x 1024 (1 MiB at 256 rows) and, with
     ``records``, the sum of the labels of the 256 records from 256i on, which the worker reads
-    (so it copies their pages)."""
+    (so it copies their pages).
+    """
 
     def __init__(
         self, n: int, records: list[dict[str, Any]] | None = None, rows: int = 256
@@ -179,9 +191,12 @@ def _large_epochs(data: Any, seconds: float) -> tuple[sd.DataLoader[Any], list[A
 
 
 def test_batch_slabs_are_not_counted_as_copies(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Large batches 4 ahead: the workers' USS grows by their slabs (private to them where the
+    """Large batches 4 ahead grow the workers' USS past the threshold without a warning.
+
+    Large batches 4 ahead: the workers' USS grows by their slabs (private to them where the
     main process holds none of their pages) and kept heap, past the threshold, with nothing
-    copied; the loader reports that batch memory and does not warn."""
+    copied; the loader reports that batch memory and does not warn.
+    """
     monkeypatch.setenv(_memory.WARN_ENV, "24")
     loader, caught = _large_epochs(_Images(512), 2.5)
     stats = loader.stats()
@@ -195,8 +210,11 @@ def test_batch_slabs_are_not_counted_as_copies(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_copies_next_to_large_batches_still_warn(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches of 4 MiB in slabs with samples that read a plain list of 300,000 dicts: the
-    copies grow beyond the batch memory and the one warning comes, saying how much that was."""
+    """Copies beyond the batch memory of 4 MiB slab batches give the one warning, with the amount.
+
+    Batches of 4 MiB in slabs with samples that read a plain list of 300,000 dicts: the
+    copies grow beyond the batch memory and the one warning comes, saying how much that was.
+    """
     monkeypatch.setenv(_memory.WARN_ENV, "24")
     loader, caught = _large_epochs(_Images(4096, _records(300_000), rows=64), 3.0)
     loader.close()
@@ -220,9 +238,12 @@ class _OwnMemory:
 def test_a_full_collection_in_a_worker_copies_none_of_the_main_process_objects(
     context: str,
 ) -> None:
-    """The main process holds a million gc-tracked lists the workers never read; a full
+    """A full collection in a worker copies none of the main process's objects.
+
+    The main process holds a million gc-tracked lists the workers never read; a full
     collection in a fork worker would write the header of each (about 70 MiB of copied
-    pages) unless the objects it started with are frozen."""
+    pages) unless the objects it started with are frozen.
+    """
     held = [[i] for i in range(1_000_000)]
     loader = sd.DataLoader(
         _OwnMemory(), batch_size=1, num_workers=2, multiprocessing_context=context

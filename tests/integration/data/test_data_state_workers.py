@@ -100,10 +100,13 @@ def test_resume_with_workers_equals_uninterrupted(
 def _as_lightning(
     loader: DataLoader, epochs: range, stop_after: int = -1
 ) -> tuple[list[Any], dict[str, Any] | None]:
-    """The batches of ``epochs`` in the order of Lightning's fit loop, which creates the first
+    """The batches of ``epochs`` in the order of Lightning's fit loop, and the state at a stop.
+
+    The batches of ``epochs`` in the order of Lightning's fit loop, which creates the first
     epoch's iterator (a fit's first, or a resumed one) before ``sampler.set_epoch(e)`` and later
     ones after it; up to ``stop_after`` batches, and the loader's state right after the last
-    of them (None when it did not stop)."""
+    of them (None when it did not stop).
+    """
     out: list[Any] = []
     for epoch in epochs:
         if epoch == epochs[0]:
@@ -138,10 +141,13 @@ def _kwargs(kind: str) -> dict[str, Any]:
 @pytest.mark.parametrize("kind", ["main", *WORKER_TYPES])
 @pytest.mark.parametrize("recipe", ["shuffle", "weighted", "distributed"])
 def test_set_epoch_after_iter_keeps_the_epoch_and_resumes_mid_epoch(recipe: str, kind: str) -> None:
-    """Lightning calls ``set_epoch(e)`` after ``iter(loader)``, when workers may have begun the
+    """``set_epoch(e)`` after ``iter(loader)``, as Lightning calls it, is a no-op; states resume.
+
+    Lightning calls ``set_epoch(e)`` after ``iter(loader)``, when workers may have begun the
     epoch: that is a no-op, so the run equals the usual set-then-iterate one, and a state saved
     after 5 batches loads into a fresh loader (not refused for an offset of 0) whose batches
-    are the rest of that run, in its order."""
+    are the rest of that run, in its order.
+    """
     make = RECIPES[recipe]
     expected = _set_first(make(_kwargs("main")), range(EPOCHS))
     per_epoch = len(expected) // EPOCHS
@@ -162,10 +168,13 @@ def test_set_epoch_after_iter_keeps_the_epoch_and_resumes_mid_epoch(recipe: str,
 def test_set_epoch_after_a_prefetched_epoch_leaves_the_next_epoch_next(
     recipe: str, kind: str
 ) -> None:
-    """The rest of a resumed epoch (3 batches: two workers draw them all from the sampler at
+    """After a resumed epoch and its ``set_epoch``, the end-of-epoch state describes the next epoch.
+
+    The rest of a resumed epoch (3 batches: two workers draw them all from the sampler at
     ``iter()``), then ``set_epoch`` of it: the state at the epoch's end (Lightning's end-of-epoch
     checkpoint) describes the next epoch, which a fresh loader then gives (a stoker sampler's
-    epochs advance by themselves; a DistributedSampler's wait for ``set_epoch``, as torch's)."""
+    epochs advance by themselves; a DistributedSampler's wait for ``set_epoch``, as torch's).
+    """
     make = RECIPES[recipe]
     expected = _set_first(make(_kwargs("main")), range(EPOCHS))
     head, state = _as_lightning(make(_kwargs(kind)), range(EPOCHS), stop_after=5)
@@ -182,9 +191,12 @@ def test_set_epoch_after_a_prefetched_epoch_leaves_the_next_epoch_next(
 
 @pytest.mark.parametrize("kind", ["main", *WORKER_TYPES])
 def test_set_epoch_of_another_epoch_applies_from_the_next_iter(kind: str) -> None:
-    """``set_epoch(5)`` while epoch 0 is being iterated leaves epoch 0's order and its saved place
+    """``set_epoch(5)`` during epoch 0 leaves epoch 0 alone; the next epoch is epoch 5.
+
+    ``set_epoch(5)`` while epoch 0 is being iterated leaves epoch 0's order and its saved place
     alone (torch's DistributedSampler rule: it affects the next ``iter()``); the next epoch is
-    epoch 5, the order a fresh loader gives after ``set_epoch(5)``."""
+    epoch 5, the order a fresh loader gives after ``set_epoch(5)``.
+    """
     make = RECIPES["shuffle"]
     reference = make(_kwargs("main"))
     epoch_0 = _set_first(reference, range(1))
@@ -398,8 +410,11 @@ def test_iterable_worker_states_reach_spawned_workers() -> None:
 
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
 def test_iterable_out_of_order_resume_loses_and_repeats_nothing(worker_type: str) -> None:
-    """in_order=False: per-worker states make the resumed run yield exactly the undelivered
-    batches, each worker's in its own order (arrival order between workers)."""
+    """in_order=False: per-worker states make the resumed run yield exactly the undelivered batches.
+
+    in_order=False: per-worker states make the resumed run yield exactly the undelivered
+    batches, each worker's in its own order (arrival order between workers).
+    """
     kwargs = {**loader_kwargs(2, worker_type, False), "in_order": False}
 
     def make() -> DataLoader:
@@ -433,8 +448,11 @@ class BrokenLoad(CountingShards):
 
 @pytest.mark.parametrize("worker_type", WORKER_TYPES)
 def test_iterable_worker_state_failures(worker_type: str) -> None:
-    """A failing state_dict() warns and falls back to fast-forward (still exact); a failing
-    load_state_dict() re-raises in the main process with its type and worker id."""
+    """A failing state_dict() falls back to fast-forward; a failing load_state_dict() re-raises.
+
+    A failing state_dict() warns and falls back to fast-forward (still exact); a failing
+    load_state_dict() re-raises in the main process with its type and worker id.
+    """
     kwargs = loader_kwargs(2, worker_type, False)
     expected = take(DataLoader(CountingShards(), batch_size=3, **kwargs), -1, 1)
     broken = DataLoader(BrokenState(), batch_size=3, **kwargs)

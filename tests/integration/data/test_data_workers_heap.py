@@ -84,10 +84,13 @@ def test_the_main_process_malloc_is_left_alone(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_thread_workers_keep_the_heap_of_their_process() -> None:
-    """Thread workers collating 38 MB batches tune the process they run in (the faults stay
+    """Thread workers collating 38 MB batches tune their process's malloc unless told not to.
+
+    Thread workers collating 38 MB batches tune the process they run in (the faults stay
     gone); with STOKER_DATA_KEEP_HEAP=0 the process's malloc is left alone. (Whether glibc's
     defaults fault here depends on the allocation pattern: this dataset's do not in threads,
-    the JPEG pipeline's do, 148 faults a sample; see benchmarks/loader_bench.py --only jpeg.)"""
+    the JPEG pipeline's do, 148 faults a sample; see benchmarks/loader_bench.py --only jpeg.)
+    """
     context = multiprocessing.get_context("spawn")
     results = {}
     for keep in ("1", "0"):

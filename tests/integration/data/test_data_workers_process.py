@@ -104,10 +104,13 @@ def _read_pages(values: np.ndarray) -> int:
 def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A steady pipeline of 2.6 MB batches: the slabs it cycles through stay mapped in the main
+    """A steady pipeline of 2.6 MB batches reads each batch without a page fault.
+
+    A steady pipeline of 2.6 MB batches: the slabs it cycles through stay mapped in the main
     process, so reading a batch takes no page fault (dropping the pages at each release cost
     about 40 faults a batch here, 16 pages each). The pipeline counts as fast whatever this
-    machine's pace: no slab is dropped at its release."""
+    machine's pace: no slab is dropped at its release.
+    """
     monkeypatch.setattr(slabs_module, "DROP_SHARE", 0.0)
     loader = DataLoader(
         RangeDataset(LARGE * 40, WIDE), batch_size=LARGE, num_workers=1, prefetch_factor=2
@@ -124,9 +127,12 @@ def test_reading_the_next_batch_in_a_cycling_slab_faults_in_no_page(
 def test_slabs_left_idle_leave_the_main_process_resident_memory(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Holding 12 batches grows the pool and the main process's resident shared pages; once
+    """Slabs grown for 12 held batches leave the main process within 2 x IDLE_BATCHES once freed.
+
+    Holding 12 batches grows the pool and the main process's resident shared pages; once
     they are freed, the slabs the worker no longer fills leave them within 2 x IDLE_BATCHES
-    batches, while the batches read meanwhile stay correct (none dropped at its release)."""
+    batches, while the batches read meanwhile stay correct (none dropped at its release).
+    """
     from stoker.data._workers.process import _REAPER
 
     monkeypatch.setattr(slabs_module, "DROP_SHARE", 0.0)
@@ -257,9 +263,12 @@ def test_spawn_pickles_the_dataset_once(
 def test_datasets_holding_tensors_or_locks_reach_every_worker(
     start_method: str, module: str
 ) -> None:
-    """A dataset holding a torch tensor, or a multiprocessing Value and Lock of the loader's
+    """A dataset holding a tensor, Value or Lock works with spawn and forkserver workers.
+
+    A dataset holding a torch tensor, or a multiprocessing Value and Lock of the loader's
     context, starts two spawn or forkserver workers (each gets its own pickle, as torch's do):
-    every sample arrives once, and the workers' increments reach the shared Value."""
+    every sample arrives once, and the workers' increments reach the shared Value.
+    """
     import importlib
     import multiprocessing
 
@@ -283,8 +292,11 @@ def test_datasets_holding_tensors_or_locks_reach_every_worker(
 
 
 def test_the_setup_is_pickled_once_unless_it_holds_per_process_objects() -> None:
-    """The fast start pickles one setup for all workers; a tensor, a Lock, a Value or a
-    connection in it makes each worker get its own pickle instead (None here)."""
+    """One setup pickle serves all workers, unless a tensor, Lock, Value or connection is in it.
+
+    The fast start pickles one setup for all workers; a tensor, a Lock, a Value or a
+    connection in it makes each worker get its own pickle instead (None here).
+    """
     import multiprocessing
 
     import torch
@@ -326,8 +338,11 @@ def _replies(pool: Any, wanted: int) -> dict[int, Any]:
 
 @pytest.mark.parametrize("kind", ["fork", "spawn", "thread"])
 def test_tasks_sent_before_the_workers_start_are_answered_once_they_start(kind: str) -> None:
-    """The worker iterator sends an epoch's first window before it starts the workers: what
-    waits in a pipe (behind the pickled setup, with spawn) or a thread's queue is answered."""
+    """The worker iterator sends an epoch's first window before it starts the workers.
+
+    The worker iterator sends an epoch's first window before it starts the workers: what
+    waits in a pipe (behind the pickled setup, with spawn) or a thread's queue is answered.
+    """
     import multiprocessing
 
     from stoker.data._workers.pool import make_pool
@@ -347,8 +362,11 @@ def test_tasks_sent_before_the_workers_start_are_answered_once_they_start(kind: 
 
 @pytest.mark.parametrize("kind", ["fork", "spawn", "thread"])
 def test_a_pool_never_started_shuts_down_without_leaking_a_descriptor(kind: str) -> None:
-    """A sampler failing while the first window is sent leaves a pool that never started:
-    its shutdown closes every pipe it made and joins nothing."""
+    """A sampler failing at the first window: the unstarted pool closes its pipes, joins nothing.
+
+    A sampler failing while the first window is sent leaves a pool that never started:
+    its shutdown closes every pipe it made and joins nothing.
+    """
     import multiprocessing
 
     from stoker.data._workers.pool import make_pool
@@ -381,10 +399,13 @@ def _pipe_ends(pid: int) -> dict[int, set[str]]:
 
 
 def test_a_forked_worker_holds_no_other_worker_task_pipe_nor_result_pipe_writer() -> None:
-    """Every task pipe exists before the first fork; each forked worker closes the copies it
+    """Each forked worker holds only its own task pipe's reading end and result pipe's writing end.
+
+    Every task pipe exists before the first fork; each forked worker closes the copies it
     got, so it holds the reading end of its own task pipe and the writing end of its result
     pipe, and nothing else of any pool pipe: the main process closing a task pipe reads as end
-    of file in its worker, and no worker keeps another's half-written reply from ending."""
+    of file in its worker, and no worker keeps another's half-written reply from ending.
+    """
     import multiprocessing
 
     from stoker.data._workers.pool import make_pool

@@ -61,8 +61,11 @@ def _wait(condition: Callable[[], bool], within: float) -> bool:
 def test_worker_stuck_in_getitem_ends_when_the_main_process_is_killed(
     start_method: str, tmp_path: Path
 ) -> None:
-    """SIGKILL on the main process while both workers sleep in dataset[i] holding unmapped
-    slabs: no worker lives after 5 s and none of their segment names is left after 10 s."""
+    """SIGKILL on the main process: workers end within 5 s and their names are gone within 10 s.
+
+    SIGKILL on the main process while both workers sleep in dataset[i] holding unmapped
+    slabs: no worker lives after 5 s and none of their segment names is left after 10 s.
+    """
     script = tmp_path / "main.py"
     script.write_text(_MAIN_SCRIPT.format(here=SUPPORT, method=start_method))
     proc = subprocess.Popen(
@@ -109,8 +112,11 @@ def _orphan(directory: str) -> None:
 
 
 def test_the_watchdog_unlinks_the_names_and_exits_with_its_code(tmp_path: Path) -> None:
-    """A watchdog that finds its parent changed unlinks the worker's names and calls
-    os._exit(PARENT_GONE_EXIT) while the worker's main thread is still sleeping."""
+    """A watchdog finding its parent changed unlinks the worker's names and exits the worker.
+
+    A watchdog that finds its parent changed unlinks the worker's names and calls
+    os._exit(PARENT_GONE_EXIT) while the worker's main thread is still sleeping.
+    """
     context = multiprocessing.get_context("fork")
     child = context.Process(target=_orphan, args=(str(tmp_path),), daemon=True)
     child.start()
@@ -138,8 +144,11 @@ def _create_after_stop(directory: str) -> None:
 
 
 def test_after_stop_naming_no_thread_creates_a_segment(tmp_path: Path) -> None:
-    """The watchdog's first step: once naming is stopped, a slab the worker's main thread
-    starts to create waits (the process ends first) and no name appears."""
+    """Once the watchdog stops naming, a slab being created waits and no name appears.
+
+    The watchdog's first step: once naming is stopped, a slab the worker's main thread
+    starts to create waits (the process ends first) and no name appears.
+    """
     context = multiprocessing.get_context("fork")
     child = context.Process(target=_create_after_stop, args=(str(tmp_path),), daemon=True)
     child.start()

@@ -50,7 +50,7 @@ PER_EPOCH = N // BATCH
 
 @pytest.fixture(autouse=True, scope="module")
 def accelerate_state() -> Iterator[None]:
-    """accelerate's process-wide state, reset when the module is done (other tests start clean)."""
+    """Accelerate's process-wide state, reset when the module is done (other tests start clean)."""
     pytest.importorskip("accelerate")
     from accelerate.state import AcceleratorState, GradientState
 
@@ -66,7 +66,7 @@ _TORCH_RUNS: dict[tuple[str, str], dict[str, Any]] = {}
 
 
 def _torch_run(case: str, setting: str) -> dict[str, Any]:
-    """accelerate over torch's loader (the reference), made once per case and setting."""
+    """Accelerate over torch's loader (the reference), made once per case and setting."""
     key = (case, torch_setting(setting))
     if key not in _TORCH_RUNS:
         _TORCH_RUNS[key] = run("torch", *key)
@@ -80,10 +80,13 @@ PREPARE_RUNS = [
 
 @pytest.mark.parametrize(("case", "setting"), PREPARE_RUNS)
 def test_prepared_loader_runs_stokers_engine_with_torchs_batches(case: str, setting: str) -> None:
-    """Accelerator.prepare under the patch: accelerate's wrapper (the one it puts around
+    """Accelerator.prepare under the patch wraps stoker's loader; batches equal those over torch's.
+
+    Accelerator.prepare under the patch: accelerate's wrapper (the one it puts around
     torch's loader) around stoker's loader, with the original's worker_type, whose workers
     served every batch; the batches of two epochs equal accelerate's over torch's loader,
-    though torch's global generator is drawn from after preparing and between epochs."""
+    though torch's global generator is drawn from after preparing and between epochs.
+    """
     ours, theirs = run(STOKER, case, setting), _torch_run(case, setting)
     assert ours["epochs"] == theirs["epochs"]
     assert ours["wrapper"] == theirs["wrapper"]
@@ -96,9 +99,12 @@ def test_prepared_loader_runs_stokers_engine_with_torchs_batches(case: str, sett
 
 
 def test_the_patch_is_explicit_scoped_and_put_back() -> None:
-    """Without the patch accelerate rebuilds a stoker loader on torch's DataLoader (the silent
+    """Only inside ``with patch_accelerate()`` does accelerate rebuild a stoker loader on stoker's.
+
+    Without the patch accelerate rebuilds a stoker loader on torch's DataLoader (the silent
     loss the patch exists for); inside ``with patch_accelerate()`` it rebuilds it on stoker's
-    (a nested patch leaves it in place), and after the block accelerate is as it was."""
+    (a nested patch leaves it in place), and after the block accelerate is as it was.
+    """
     import accelerate.data_loader as accelerate_loader
     import torch
 
@@ -128,8 +134,11 @@ SKIP_RUNS = [
 
 
 def _skipped(door: str, case: str, setting: str) -> tuple[Any, list[list[list[int]]]]:
-    """One epoch of the prepared loader, then accelerate's ``skip_first_batches`` of it (2
-    batches; the function Trainer calls) for the next two epochs, and of the unprepared loader."""
+    """One epoch, then ``skip_first_batches`` of the prepared and unprepared loaders for two more.
+
+    One epoch of the prepared loader, then accelerate's ``skip_first_batches`` of it (2
+    batches; the function Trainer calls) for the next two epochs, and of the unprepared loader.
+    """
     import accelerate
 
     with patched(door):
@@ -147,8 +156,11 @@ def _skipped(door: str, case: str, setting: str) -> tuple[Any, list[list[list[in
 def test_skip_first_batches_runs_stokers_engine_with_torchs_batches(
     case: str, setting: str
 ) -> None:
-    """skip_first_batches of a prepared loader and of a plain one build stoker's loaders (with
-    the original's worker_type), whose batches equal skip_first_batches over torch's."""
+    """skip_first_batches builds stoker's loaders whose batches equal those over torch's.
+
+    skip_first_batches of a prepared loader and of a plain one build stoker's loaders (with
+    the original's worker_type), whose batches equal skip_first_batches over torch's.
+    """
     from stoker.torch.data import DataLoader
 
     (skipped, bare), ours = _skipped(STOKER, case, setting)
@@ -175,11 +187,14 @@ RESUME_RUNS = [
 def test_save_state_and_load_state_resume_where_the_run_stood(
     case: str, epoch: int, batches: int, tmp_path: Path
 ) -> None:
-    """With use_stateful_dataloader=True (no torchdata needed) ``save_state`` after ``batches``
+    """``save_state`` then ``load_state`` resumes the loader exactly as the saving run went on.
+
+    With use_stateful_dataloader=True (no torchdata needed) ``save_state`` after ``batches``
     batches of ``epoch`` and ``load_state`` into a fresh Accelerator and loader: the loader
     yields the rest of that epoch (nothing when saved at its end), then the next epochs,
     exactly as the run that saved went on; saved again before a batch, the state resumes the
-    same way; the saved state is stoker's."""
+    same way; the saved state is stoker's.
+    """
     with patched(STOKER):
         first = accelerator(CASES[case], use_stateful_dataloader=True)
         prepared = first.prepare(build(STOKER, case, "2-process"))
@@ -204,8 +219,11 @@ def test_save_state_and_load_state_resume_where_the_run_stood(
 
 @pytest.mark.parametrize("case", ["map", "dispatch"])
 def test_load_state_then_skip_first_batches_matches_torchs(case: str, tmp_path: Path) -> None:
-    """accelerate's resume without loader state (load_state, then skip_first_batches of the
-    batches done) gives over stoker's loader what it gives over torch's."""
+    """Accelerate's resume without loader state gives the same over stoker's loader as over torch's.
+
+    Accelerate's resume without loader state (load_state, then skip_first_batches of the
+    batches done) gives over stoker's loader what it gives over torch's.
+    """
 
     def resumed(door: str, folder: Path) -> list[list[int]]:
         setting = "2-process"
@@ -235,8 +253,11 @@ def transformers_trainer() -> Any:
 
 
 def _train(transformers: Any, door: str, out: Path, **options: Any) -> tuple[list[float], Any]:
-    """Train a tiny model with dropout for a few steps; return the step losses and the train
-    loader Trainer prepared."""
+    """Train a tiny model with dropout; return the step losses and Trainer's train loader.
+
+    Train a tiny model with dropout for a few steps; return the step losses and the train
+    loader Trainer prepared.
+    """
     import torch
     from libs_accelerate_helpers import Ids
 
@@ -289,9 +310,12 @@ def _train(transformers: Any, door: str, out: Path, **options: Any) -> tuple[lis
 def test_trainer_trains_on_stokers_engine_with_torchs_losses(
     transformers_trainer: Any, tmp_path: Path
 ) -> None:
-    """Trainer, unchanged, under the patch: its train loader runs on stoker's engine (its two
+    """Trainer, unchanged, under the patch runs on stoker's engine; the step losses equal torch's.
+
+    Trainer, unchanged, under the patch: its train loader runs on stoker's engine (its two
     worker processes served the batches) and the step losses (dropout included) equal those
-    of the same run over torch's loader."""
+    of the same run over torch's loader.
+    """
     ours, loader = _train(transformers_trainer, STOKER, tmp_path / "stoker")
     theirs, torch_loader = _train(transformers_trainer, "torch", tmp_path / "torch")
     assert len(ours) == 6
@@ -350,9 +374,12 @@ STOKER_RANK_RUNS = [
 def test_two_ranks_get_torchs_shards_on_stokers_engine(
     case: str, setting: str, ranks: list[dict[str, Any]]
 ) -> None:
-    """Over two processes each rank's batches equal accelerate's over torch's loader on that
+    """Over two processes each rank's batches equal accelerate's over torch's loader.
+
+    Over two processes each rank's batches equal accelerate's over torch's loader on that
     rank, the ranks together see every sample once per epoch, and stoker's loader served the
-    batches (with dispatch_batches only process 0 reads it)."""
+    batches (with dispatch_batches only process 0 reads it).
+    """
     ours = [rank[f"{STOKER}/{case}/{setting}"] for rank in ranks]
     theirs = [rank[f"torch/{case}/{torch_setting(setting)}"] for rank in ranks]
     assert [rank["epochs"] for rank in ours] == [rank["epochs"] for rank in theirs]
@@ -367,8 +394,11 @@ def test_two_ranks_get_torchs_shards_on_stokers_engine(
 
 
 def test_two_ranks_refuse_a_dispatched_loaders_state(ranks: list[dict[str, Any]]) -> None:
-    """With dispatch_batches over two processes ``state_dict()`` raises (such a state would
-    resume off by a batch), naming the number of processes and the way out."""
+    """With dispatch_batches over two processes ``state_dict()`` raises.
+
+    With dispatch_batches over two processes ``state_dict()`` raises (such a state would
+    resume off by a batch), naming the number of processes and the way out.
+    """
     for rank in ranks:
         error = rank[f"{STOKER}/dispatch/2-process"]["state_error"]
         assert error is not None
@@ -388,8 +418,11 @@ def test_patch_needs_accelerate(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_patch_refuses_an_accelerate_without_the_parts_it_replaces(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """An accelerate whose data_loader lacks what the patch replaces gets a RuntimeError naming
-    the parts and the version, and is left unchanged."""
+    """An accelerate lacking what the patch replaces gets a RuntimeError and is left unchanged.
+
+    An accelerate whose data_loader lacks what the patch replaces gets a RuntimeError naming
+    the parts and the version, and is left unchanged.
+    """
     import accelerate.data_loader as accelerate_loader
 
     from stoker.torch.data import patch_accelerate

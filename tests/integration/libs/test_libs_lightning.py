@@ -58,10 +58,13 @@ def test_training_steps_see_every_sample_once(door: str, setting: str, lightning
 def test_a_mid_epoch_checkpoint_resumes_exactly(
     door: str, setting: str, steps: int, tmp_path: Path, lightning_fit: Any
 ) -> None:
-    """Two epochs of 6 steps, crashed after ``steps`` with Lightning's checkpoint (which holds
+    """A run resumed from Lightning's checkpoint sees the rest of the uninterrupted run's ids.
+
+    Two epochs of 6 steps, crashed after ``steps`` with Lightning's checkpoint (which holds
     the loader's state), then ``Trainer.fit(ckpt_path=...)``: the resumed run's steps see the
     rest of the uninterrupted run's ids, in its order. Lightning calls the sampler's
-    ``set_epoch`` after creating the iterator, once workers have begun the epoch."""
+    ``set_epoch`` after creating the iterator, once workers have begun the epoch.
+    """
     import torch
     from libs_lightning_train import fit_interrupted
 

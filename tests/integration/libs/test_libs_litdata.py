@@ -52,8 +52,11 @@ def optimized(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, s
 
 
 def _epochs(door: str, setting: str, optimized: tuple[Any, str], epochs: int) -> list[list[Any]]:
-    """The batches of ``epochs`` epochs, each ``(ids, x)`` as lists; at most twice the batches
-    an epoch has, so that a loader restarting the dataset cannot run forever."""
+    """The batches of ``epochs`` epochs, each ``(ids, x)`` as lists, at most twice an epoch's.
+
+    The batches of ``epochs`` epochs, each ``(ids, x)`` as lists; at most twice the batches
+    an epoch has, so that a loader restarting the dataset cannot run forever.
+    """
     litdata, folder = optimized
     loader = make_loader(door, setting, litdata.StreamingDataset(folder), batch_size=BATCH)
     cap = 2 * -(-N // BATCH)
@@ -68,8 +71,11 @@ def _epochs(door: str, setting: str, optimized: tuple[Any, str], epochs: int) ->
 def test_streaming_dataset_epochs_end_with_every_sample_once_in_torchs_order(
     setting: str, optimized: tuple[Any, str]
 ) -> None:
-    """Two epochs through the torch door: each ends after every sample once (the features
-    match the ids), in the order torch's DataLoader gives with as many workers."""
+    """Two epochs through the torch door give every sample once, in torch's DataLoader's order.
+
+    Two epochs through the torch door: each ends after every sample once (the features
+    match the ids), in the order torch's DataLoader gives with as many workers.
+    """
     ours = _epochs("stoker.torch.data", setting, optimized, epochs=2)
     for epoch in ours:
         ids = [i for batch_ids, _ in epoch for i in batch_ids]
@@ -82,9 +88,12 @@ def test_streaming_dataset_epochs_end_with_every_sample_once_in_torchs_order(
 def test_a_mid_epoch_state_resumes_the_streaming_dataset_by_fast_forward(
     setting: str, optimized: tuple[Any, str]
 ) -> None:
-    """StreamingDataset's ``state_dict()`` takes litdata's loader's arguments, so the loader
+    """A StreamingDataset's state resumes by fast-forward; the loader never calls its state_dict().
+
+    StreamingDataset's ``state_dict()`` takes litdata's loader's arguments, so the loader
     never calls it (no warning with each batch): its state after 3 batches resumes by
-    fast-forward in a new loader, which gives the rest of the epoch."""
+    fast-forward in a new loader, which gives the rest of the epoch.
+    """
     litdata, folder = optimized
     whole = _epochs("stoker.torch.data", setting, optimized, epochs=1)[0]
     loader = make_loader(

@@ -76,8 +76,11 @@ def join_all(processes: list[Any]) -> None:
 
 @pytest.mark.parametrize("start_method", ["fork", "spawn"])
 def test_processes_sharing_a_log_dir_lose_nothing(start_method: str, tmp_path: Path) -> None:
-    """Three processes with two writers each, started together: unique files, no lost point,
-    one hparams sub-run per call and one projector entry per embedding."""
+    """Three processes with two writers each: unique files and nothing lost.
+
+    Three processes with two writers each, started together: unique files, no lost point,
+    one hparams sub-run per call and one projector entry per embedding.
+    """
     context = multiprocessing.get_context(start_method)
     barrier = context.Barrier(PROCESSES)
     processes = [
@@ -141,8 +144,11 @@ for step in range(points):
 def test_child_that_never_closes_its_writer_loses_nothing(
     start_method: str, tmp_path: Path
 ) -> None:
-    """A multiprocessing child whose writer is still referenced when it ends keeps every point
-    (a forked child leaves through os._exit, skipping atexit)."""
+    """A multiprocessing child whose writer is still referenced when it ends keeps every point.
+
+    A multiprocessing child whose writer is still referenced when it ends keeps every point
+    (a forked child leaves through os._exit, skipping atexit).
+    """
     context = multiprocessing.get_context(start_method)
     child = context.Process(
         target=exec, args=(UNCLOSED_CHILD, {"log_dir": str(tmp_path), "points": POINTS})

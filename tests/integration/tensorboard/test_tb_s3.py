@@ -45,7 +45,7 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def endpoint(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """moto's S3 server on 127.0.0.1 for this module's tests."""
+    """Moto's S3 server on 127.0.0.1 for this module's tests."""
     with moto_server(tmp_path_factory.mktemp("moto") / "server.log") as url:
         yield url
 

@@ -49,9 +49,12 @@ def _epochs(loader_class: Any, seeds: list[int], **kwargs: Any) -> list[list[int
 def test_a_shuffled_sharded_datapipe_gives_torchs_batches_each_epoch(
     kwargs: dict[str, Any],
 ) -> None:
-    """With shuffle=True, each epoch is a permutation of the samples (every worker shuffles
+    """With shuffle=True, epochs are seeded permutations whose batches equal torch's loader's.
+
+    With shuffle=True, each epoch is a permutation of the samples (every worker shuffles
     alike and keeps its shard), the same seed gives the same epoch, and the batches equal torch's
-    loader's for the same seeds, persistent workers reseeded every epoch included."""
+    loader's for the same seeds, persistent workers reseeded every epoch included.
+    """
     seeds = [123, 123, 321]
     ours = _epochs(door.DataLoader, seeds, **kwargs)
     theirs = _epochs(torch_data.DataLoader, seeds, **kwargs)
@@ -63,9 +66,12 @@ def test_a_shuffled_sharded_datapipe_gives_torchs_batches_each_epoch(
 
 @pytest.mark.parametrize("shuffle", [False, None])
 def test_shuffle_false_or_unset_leaves_the_datapipe_as_torch_does(shuffle: bool | None) -> None:
-    """shuffle=False switches the graph's shuffler off (each worker's shard in order: worker 0
+    """shuffle=False switches the graph's shuffler off; unset leaves it on; both as in torch.
+
+    shuffle=False switches the graph's shuffler off (each worker's shard in order: worker 0
     the even samples, worker 1 the odd ones, a batch of 4 from each in turn); unset leaves it
-    as built (on). Both as torch's loader gives them, each sample once."""
+    as built (on). Both as torch's loader gives them, each sample once.
+    """
 
     def run(loader_class: Any) -> list[int]:
         torch.manual_seed(7)
@@ -79,8 +85,11 @@ def test_shuffle_false_or_unset_leaves_the_datapipe_as_torch_does(shuffle: bool 
 
 
 def test_the_loader_keeps_the_datapipe_in_torchs_serialization_wrapper() -> None:
-    """As torch's loader does, ``loader.dataset`` is the datapipe inside torch's wrapper, which
-    is an IterDataPipe too (and pickles lambdas with dill when plain pickle fails)."""
+    """As torch's loader does, ``loader.dataset`` is the datapipe inside torch's wrapper.
+
+    As torch's loader does, ``loader.dataset`` is the datapipe inside torch's wrapper, which
+    is an IterDataPipe too (and pickles lambdas with dill when plain pickle fails).
+    """
     datapipe = _shuffled_shards()
     ours = door.DataLoader(datapipe, shuffle=True).dataset
     theirs = torch_data.DataLoader(datapipe, shuffle=True).dataset

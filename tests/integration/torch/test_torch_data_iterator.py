@@ -43,8 +43,11 @@ def _assert_ended(workers: list[Any]) -> None:
 def test_workers_lists_live_workers_that_end_when_the_iterator_goes(
     loader_class: Any, kwargs: dict[str, Any]
 ) -> None:
-    """``_workers`` holds one live worker per id while batches come; once the iterator is
-    dropped mid-epoch, each ends within the join (exit code 0 for processes), as in torch."""
+    """``_workers`` holds one live worker per id, each ending once the iterator is dropped.
+
+    ``_workers`` holds one live worker per id while batches come; once the iterator is
+    dropped mid-epoch, each ends within the join (exit code 0 for processes), as in torch.
+    """
     iterator = _iterator(loader_class, kwargs)
     assert next(iterator).tolist() == [0, 1]
     workers = iterator._workers
@@ -74,8 +77,11 @@ def test_shutdown_workers_stops_them_as_torchs_does(
 
 
 def test_workers_is_a_view_that_cannot_be_changed() -> None:
-    """Assigning ``_workers`` raises AttributeError, and changing the list read leaves the
-    pool's own list as it was."""
+    """``_workers`` cannot be assigned, and changing the list read leaves the pool's list alone.
+
+    Assigning ``_workers`` raises AttributeError, and changing the list read leaves the
+    pool's own list as it was.
+    """
     iterator = _iterator(door.DataLoader, {})
     workers = iterator._workers
     with pytest.raises(AttributeError):

@@ -75,7 +75,7 @@ class Digits(torch_data.Dataset[tuple[torch.Tensor, int]]):
 
 
 def train(model: Net, train_loader: Any, optimizer: torch.optim.Optimizer) -> None:
-    """One epoch of the example's train()."""
+    """One epoch of the example's ``train``."""
     model.train()
     for data, target in train_loader:
         data, target = data.to("cpu"), target.to("cpu")  # noqa: PLW2901 - the example's lines
@@ -87,7 +87,7 @@ def train(model: Net, train_loader: Any, optimizer: torch.optim.Optimizer) -> No
 
 
 def test(model: Net, test_loader: Any) -> tuple[float, int]:
-    """The example's test(): summed loss and correct predictions."""
+    """The example's ``test``: summed loss and correct predictions."""
     model.eval()
     test_loss, correct = 0.0, 0
     with torch.no_grad():
@@ -103,7 +103,7 @@ test.__test__ = False  # type: ignore[attr-defined]  # the example's name, not a
 
 
 def main(data: Any, loader_kwargs: dict[str, Any], augment: bool) -> dict[str, Any]:
-    """The example's main(): seed, loaders, model, optimizer, epochs; the trained weights."""
+    """The example's ``main``: seed, loaders, model, optimizer, epochs; the trained weights."""
     torch.manual_seed(1)
     train_loader = data.DataLoader(
         Digits(320, seed=0, augment=augment), batch_size=32, shuffle=True, **loader_kwargs
@@ -133,8 +133,11 @@ def main(data: Any, loader_kwargs: dict[str, Any], augment: bool) -> dict[str, A
 def test_mnist_example_trains_to_bit_identical_weights(
     loader_kwargs: dict[str, Any], augment: bool
 ) -> None:
-    """torch's DataLoader and stoker.torch.data's train the example to the same bits: every
-    weight, every test loss and accuracy, and torch's generator state at the end."""
+    """Torch's DataLoader and stoker.torch.data's train the example to the same bits.
+
+    Torch's DataLoader and stoker.torch.data's train the example to the same bits: every
+    weight, every test loss and accuracy, and torch's generator state at the end.
+    """
     torch_kwargs = {key: value for key, value in loader_kwargs.items() if key != "worker_type"}
     theirs = main(torch_data, torch_kwargs, augment)
     ours = main(door, loader_kwargs, augment)

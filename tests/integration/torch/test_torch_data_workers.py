@@ -48,8 +48,11 @@ def _error(module: Any, trouble: str, **kwargs: Any) -> BaseException:
 
 @pytest.mark.parametrize("module", MODULES)
 def test_an_error_in_a_worker_says_caught_as_torch_does(module: Any) -> None:
-    """The re-raised error is of the dataset's type and holds torch's "Caught ValueError in
-    DataLoader worker process 0." besides the original message and stoker's dataset index."""
+    """The re-raised error has the dataset's type, torch's text, the message and the dataset index.
+
+    The re-raised error is of the dataset's type and holds torch's "Caught ValueError in
+    DataLoader worker process 0." besides the original message and stoker's dataset index.
+    """
     theirs = _error(torch_data, "raise")
     ours = _error(module, "raise")
     assert isinstance(ours, type(theirs))
@@ -68,9 +71,12 @@ _EXITED_ANY = r"DataLoader worker \(pid\(s\) [\d, ]+\) exited unexpectedly"
 
 
 def test_torchs_dead_worker_sentences_are_still_torchs() -> None:
-    """The two sentences stoker quotes are the ones torch 2.13 writes: the SIGCHLD handler's
+    """The two sentences stoker quotes are the ones torch 2.13 writes.
+
+    The two sentences stoker quotes are the ones torch 2.13 writes: the SIGCHLD handler's
     (compiled into libtorch_python) and the liveness check's (in dataloader.py). Read from torch's
-    files, not from a run of torch's loader, whose pipe may break before either is raised."""
+    files, not from a run of torch's loader, whose pipe may break before either is raised.
+    """
     import torch.utils.data.dataloader as torch_dataloader
 
     library = Path(torch_dataloader.__file__).parents[2] / "lib"
@@ -85,11 +91,14 @@ def test_torchs_dead_worker_sentences_are_still_torchs() -> None:
 
 @pytest.mark.parametrize("module", MODULES)
 def test_a_dead_worker_is_reported_in_torchs_words(module: Any) -> None:
-    """A worker that exits gives a RuntimeError holding both of torch's sentences (its SIGCHLD
+    """A worker that exits gives a RuntimeError with torch's two sentences, then stoker's account.
+
+    A worker that exits gives a RuntimeError holding both of torch's sentences (its SIGCHLD
     handler's "DataLoader worker (pid N) exited unexpectedly with exit code 3. ..." and its
     liveness check's "DataLoader worker (pid(s) N) exited unexpectedly"), then stoker's
     account: the worker id, exit code and the indices it held. Only stoker's loader runs: which
-    error torch's own loader raises for a dead worker depends on which of its pipes breaks first."""
+    error torch's own loader raises for a dead worker depends on which of its pipes breaks first.
+    """
     ours = _error(module, "exit")
     assert isinstance(ours, RuntimeError)
     assert re.search(_EXITED, str(ours))
@@ -123,8 +132,11 @@ def _local_init_fn(module: Any, **kwargs: Any) -> tuple[BaseException, list[str]
 
 @pytest.mark.parametrize("module", MODULES)
 def test_a_local_worker_init_fn_under_forkserver_warns_and_raises_as_torch(module: Any) -> None:
-    """torch's pickle-error warning, then an error of pickle's type (also a TypeError) whose
-    message starts with pickle's and says what to do."""
+    """Torch's pickle-error warning, then an error of pickle's type that says what to do.
+
+    Torch's pickle-error warning, then an error of pickle's type (also a TypeError) whose
+    message starts with pickle's and says what to do.
+    """
     theirs, torch_warnings = _local_init_fn(torch_data)
     ours, our_warnings = _local_init_fn(module)
     assert isinstance(ours, type(theirs))
@@ -146,8 +158,11 @@ OUT_OF_FILES = (
 
 @pytest.mark.parametrize("module", ["stoker.data", "stoker.torch.data"])
 def test_running_out_of_file_descriptors_gives_torchs_ulimit_advice(module: str) -> None:
-    """With the open-files limit too low for the workers' pipes, the error is torch's RuntimeError
-    with its `ulimit -n` advice, then stoker's account of what holds descriptors."""
+    """Too few open files for the workers' pipes gives torch's RuntimeError and stoker's account.
+
+    With the open-files limit too low for the workers' pipes, the error is torch's RuntimeError
+    with its `ulimit -n` advice, then stoker's account of what holds descriptors.
+    """
     code = f"""
 import os, resource, sys
 sys.path.insert(0, {SUPPORT!r})
@@ -168,11 +183,14 @@ except RuntimeError as err:
 
 @pytest.mark.parametrize("module", ["torch.utils.data", "stoker.torch.data"])
 def test_tensors_kept_past_the_file_limit_give_torchs_ulimit_advice(module: str) -> None:
-    """Tensors a dataset returns travel by torch's reductions, a descriptor each; keeping every
+    """Tensor batches kept past the open-files limit give torch's RuntimeError in both loaders.
+
+    Tensors a dataset returns travel by torch's reductions, a descriptor each; keeping every
     batch alive under a limit of 100 open files makes the receive fail (``recvmsg`` drops the
     descriptor: "received 0 items of ancdata", no EMFILE), and the error is torch's RuntimeError
     with its ``ulimit -n`` advice, for torch's loader and the door alike (torch's
-    test_fd_limit_exceeded)."""
+    test_fd_limit_exceeded).
+    """
     code = f"""
 import resource
 import torch

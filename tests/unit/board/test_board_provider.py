@@ -17,8 +17,11 @@ from stoker.board._provider import RequestError, blob_key, downsample_indices, p
      (10_000, 1), (10_000, 2), (2501, 1000), (7, 100)],
 )  # fmt: skip
 def test_downsampling_keeps_the_points_tensorboard_keeps(count: int, num_points: int) -> None:
-    """The indices kept are those TensorBoard's own provider keeps (random.Random(0), the last
-    point always), so a series looks the same whichever loader serves it."""
+    """Downsampling keeps the indices TensorBoard's own provider keeps.
+
+    The indices kept are those TensorBoard's own provider keeps (random.Random(0), the last
+    point always), so a series looks the same whichever loader serves it.
+    """
     expected = tb_provider._downsample(list(range(count)), num_points)
     assert downsample_indices(count, num_points).tolist() == expected
 
@@ -34,8 +37,11 @@ def test_downsampling_is_the_same_on_every_call() -> None:
     ("run", "tag"), [("train", "loss"), ("a/b c", "x/y"), ("rün", "tag ✓"), ("", ""), (".", "_")]
 )
 def test_blob_keys_are_tensorboards_own(run: str, tag: str) -> None:
-    """A blob key is what TensorBoard's provider makes for the same blob (so the page's URLs are
-    the same), and it names that blob again."""
+    """A blob key is what TensorBoard's provider makes for the same blob, and names it again.
+
+    A blob key is what TensorBoard's provider makes for the same blob (so the page's URLs are
+    the same), and it names that blob again.
+    """
     key = blob_key("defaultExperimentId", "images", run, tag, step=12, index=2)
     assert key == tb_provider._encode_blob_key("defaultExperimentId", "images", run, tag, 12, 2)
     assert parse_blob_key(key) == (run, tag, 12, 2)
@@ -61,8 +67,11 @@ def _key(value: object) -> str:
     ],
 )
 def test_a_malformed_blob_key_is_an_invalid_argument(key: str) -> None:
-    """A key that is not base64 of ``[experiment, plugin, run, tag, step, index]`` with strings
-    and ints where they belong is INVALID_ARGUMENT, naming the key."""
+    """A malformed blob key is INVALID_ARGUMENT, naming the key.
+
+    A key that is not base64 of ``[experiment, plugin, run, tag, step, index]`` with strings
+    and ints where they belong is INVALID_ARGUMENT, naming the key.
+    """
     with pytest.raises(RequestError, match="blob key") as caught:
         parse_blob_key(key)
     assert caught.value.code == "INVALID_ARGUMENT"

@@ -95,10 +95,13 @@ _BAD_OPTIONS = [
 def test_a_number_out_of_range_is_one_line_naming_option_value_and_range(
     argv: list[str], expected: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Every numeric option of `stoker logs` and `stoker demo` refuses 0, negative, nan, inf
+    """Numeric options of `stoker logs` and `stoker demo` refuse values that cannot work.
+
+    Every numeric option of `stoker logs` and `stoker demo` refuses 0, negative, nan, inf
     or huge values where they cannot work: one stderr line with the option, the value given and
     the valid range, exit status 2 (--height 1, --interval -1/nan/inf, --samples 4, --seed -1,
-    --lr nan used to end in a traceback)."""
+    --lr nan used to end in a traceback).
+    """
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 2

@@ -54,8 +54,11 @@ def logdir(tmp_path: Path) -> Path:
 
 
 def _subcommand(command: str, path: str, output: Path, run: str | None = None) -> list[str]:
-    """The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
-    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``."""
+    """The arguments of ``stoker logs COMMAND`` over ``path``.
+
+    The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
+    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``.
+    """
     return {
         "ls": ["logs", "ls", path],
         "show": ["logs", "show", path, "loss", *(["--run", run] if run is not None else [])],
@@ -71,7 +74,7 @@ def _rows(text: str) -> list[list[str]]:
 def test_ls_lists_runs_tags_counts_and_last_values(
     logdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """ls prints one row per run and tag with its kind, count, last step and last value."""
+    """``ls`` prints one row per run and tag with its kind, count, last step and last value."""
     assert run_cli(["logs", "ls", str(logdir)]) == 0
     rows = _rows(capsys.readouterr().out)
     assert rows[0] == ["RUN", "KIND", "TAG", "COUNT", "LAST", "STEP", "LAST", "VALUE"]
@@ -87,7 +90,7 @@ def test_ls_lists_runs_tags_counts_and_last_values(
 def test_show_prints_statistics_sparkline_and_last_rows(
     logdir: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """show prints the count, a sparkline, an 8-row chart, and the last --rows rows."""
+    """``show`` prints the count, a sparkline, an 8-row chart, and the last --rows rows."""
     monkeypatch.setenv("COLUMNS", "80")  # the chart is fitted to the terminal's width
     assert run_cli(["logs", "show", str(logdir), "loss", "--run", "train", "--rows", "4"]) == 0
     lines = capsys.readouterr().out.splitlines()
@@ -327,8 +330,11 @@ def damaged(tmp_path: Path) -> Path:
 def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
     damaged: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
-    """A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
-    line on stderr, and the command prints everything else and exits 0 (ls used to crash)."""
+    """Each kind of damage is one warning line; the command prints the rest and exits 0.
+
+    A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
+    line on stderr, and the command prints everything else and exits 0 (ls used to crash).
+    """
     assert run_cli(_subcommand(command, str(damaged), tmp_path / "x.png", run="corrupt")) == 0
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
@@ -612,9 +618,12 @@ def _undated_log(directory: Path) -> Path:
 def test_show_leaves_out_points_whose_wall_time_is_not_a_date_with_one_warning(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], run: list[str]
 ) -> None:
-    """show draws and lists the dated points and warns once, naming the run and the tag, about
+    """``show`` draws and lists the dated points and warns once about the undated ones.
+
+    ``show`` draws and lists the dated points and warns once, naming the run and the tag, about
     the five whose wall time is 1e300, nan, inf, -1e20 or year 33658 (the table printed them as
-    numbers in the date column)."""
+    numbers in the date column).
+    """
     logdir = _undated_log(tmp_path)
     assert run_cli(["logs", "show", str(logdir), "loss", "--all", *run]) == 0
     captured = capsys.readouterr()
@@ -632,8 +641,11 @@ def test_show_leaves_out_points_whose_wall_time_is_not_a_date_with_one_warning(
 def test_follow_warns_once_about_the_same_undated_points_at_every_redraw(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--follow redraws when a point arrives; the undated points it meets again are reported in
-    one warning line at Ctrl-C, not one per redraw."""
+    """--follow reports undated points in one warning line at Ctrl-C, not one per redraw.
+
+    --follow redraws when a point arrives; the undated points it meets again are reported in
+    one warning line at Ctrl-C, not one per redraw.
+    """
     logdir = _undated_log(tmp_path)
 
     def more() -> None:
@@ -650,9 +662,12 @@ def test_follow_warns_once_about_the_same_undated_points_at_every_redraw(
 
 @pytest.fixture
 def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
+    """Four runs, read by two worker processes as a large log dir is.
+
+    Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
     two cores or more is (parallel.PARALLEL_MIN_BYTES lowered to one byte; threads other tests
-    left behind would make the reader read in-process)."""
+    left behind would make the reader read in-process).
+    """
     from stoker.tensorboard._read import parallel
 
     for index in range(4):
@@ -673,8 +688,11 @@ def test_a_killed_reader_worker_is_one_error_line_and_status_2(
     capsys: pytest.CaptureFixture[str],
     command: str,
 ) -> None:
-    """A reader worker SIGKILLed (as by the OOM killer) is one line on stderr naming the worker,
-    the signal and the run it held, and status 2; it was a BrokenProcessPool traceback."""
+    """A reader worker SIGKILLed is one line on stderr and status 2, not a traceback.
+
+    A reader worker SIGKILLed (as by the OOM killer) is one line on stderr naming the worker,
+    the signal and the run it held, and status 2; it was a BrokenProcessPool traceback.
+    """
     from stoker.tensorboard._read.run import RunData
 
     parent = os.getpid()
@@ -725,9 +743,12 @@ sys.exit(main(sys.argv[1:]))
 def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
     large: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str, expected: bytes
 ) -> None:
-    """`stoker logs` on a terminal over a log dir read by worker processes prints its output,
+    """`stoker logs` on a terminal with worker processes shows progress and exits 0.
+
+    `stoker logs` on a terminal over a log dir read by worker processes prints its output,
     shows reading progress (the workers' calls, drawn by the command) and exits 0; the runs
-    coming back held the progress callback and its sys.stderr: a TypeError traceback."""
+    coming back held the progress callback and its sys.stderr: a TypeError traceback.
+    """
     seen = tmp_path / "workers"
     monkeypatch.setenv("WORKERS_SEEN", str(seen))
     monkeypatch.setenv("COLUMNS", "100")
@@ -745,9 +766,12 @@ def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
 def test_a_run_removed_while_the_log_dir_is_read_is_a_warning_line(
     large: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
 ) -> None:
-    """`logs ls` over a log dir one of whose runs is removed just before it is read lists the
+    """`logs ls` lists the other runs when one is removed just before it is read.
+
+    `logs ls` over a log dir one of whose runs is removed just before it is read lists the
     other runs, says which file was skipped in one warning line and exits 0; it was one error
-    line for the whole log dir, no run listed."""
+    line for the whole log dir, no run listed.
+    """
     import shutil
 
     from stoker.tensorboard._read import parallel

@@ -130,8 +130,11 @@ def test_plot_without_matplotlib_names_the_extra(logdir: Path, tmp_path: Path) -
 
 
 def test_run_names_and_tags_with_dollars_are_drawn_as_they_are(tmp_path: Path) -> None:
-    """A run directory named like mathtext ("$\\frac$") is drawn literally, not parsed (which
-    failed the whole plot)."""
+    r"""A run directory named like mathtext is drawn literally, not parsed.
+
+    A run directory named like mathtext ("$\frac$") is drawn literally, not parsed (which
+    failed the whole plot).
+    """
     tag = r"loss$\sqrt$"
     with SummaryWriter(str(tmp_path / r"run$\frac$")) as writer:
         for step in range(5):
@@ -145,8 +148,11 @@ def test_run_names_and_tags_with_dollars_are_drawn_as_they_are(tmp_path: Path) -
 def test_points_whose_wall_time_is_not_a_date_are_left_out_of_time_axes(
     tmp_path: Path, axis: str
 ) -> None:
-    """On a time axis, points with wall time 1e300, nan, inf or -1e20 are skipped with one
-    warning naming the run and tag, and the others are drawn (--x wall raised OverflowError)."""
+    """On a time axis, points whose wall time is not a date are skipped with one warning.
+
+    On a time axis, points with wall time 1e300, nan, inf or -1e20 are skipped with one
+    warning naming the run and tag, and the others are drawn (--x wall raised OverflowError).
+    """
     with SummaryWriter(str(tmp_path / "a")) as writer:
         for step in range(40):
             wall = (1e300, float("nan"), float("inf"), -1e20)[step % 4] if step % 5 == 0 else None

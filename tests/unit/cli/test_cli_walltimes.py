@@ -19,8 +19,11 @@ _NOT_DATES += [FIRST_DATE - 1, LAST_DATE + 1]
 
 
 def test_is_date_is_true_exactly_where_datetime_and_matplotlib_convert() -> None:
-    """Every wall time is_date accepts converts with datetime.fromtimestamp and matplotlib's
-    num2date; every one it refuses makes fromtimestamp raise (1e300 made plot --x wall crash)."""
+    """Wall times is_date accepts convert to dates; those it refuses make fromtimestamp raise.
+
+    Every wall time is_date accepts converts with datetime.fromtimestamp and matplotlib's
+    num2date; every one it refuses makes fromtimestamp raise (1e300 made plot --x wall crash).
+    """
     dates = pytest.importorskip("matplotlib.dates")
     assert is_date(_DATES).all()
     for seconds in _DATES:
@@ -50,8 +53,11 @@ def test_dated_keeps_a_clean_series_as_it_is_without_a_warning() -> None:
 
 
 def test_dated_leaves_out_each_undated_point_with_one_warning_naming_run_and_tag() -> None:
-    """The points whose wall time is not a date go, the others stay in order with their steps
-    and values; one CorruptRecordWarning names the run, the tag, the count and the first."""
+    """Points whose wall time is not a date go, with one CorruptRecordWarning; the rest stay.
+
+    The points whose wall time is not a date go, the others stay in order with their steps
+    and values; one CorruptRecordWarning names the run, the tag, the count and the first.
+    """
     series = _series([1.0, 1e300, 2.0, float("nan"), float("inf"), 3.0])
     with pytest.warns(CorruptRecordWarning) as caught:
         kept = dated(series, "train", "loss")

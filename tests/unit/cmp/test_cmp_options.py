@@ -59,13 +59,16 @@ def report(*rows: str) -> str:
     ],
 )
 def test_approx_tolerances(x: Any, y: Any, option: Option, expected: bool) -> None:
-    """approx allows max(rel * max(|x|, |y|), abs), skips ints and NaN, reaches nested floats."""
+    """``approx`` allows max(rel * max(|x|, |y|), abs).
+
+    It skips ints and NaN, and reaches nested floats.
+    """
     assert equal(x, y, option) is expected
     assert (diff(x, y, option) == "") is expected
 
 
 def test_approx_on_arrays() -> None:
-    """approx compares float arrays element-wise; the report lists elements out of tolerance."""
+    """``approx`` compares float arrays element-wise; the report lists elements out of tolerance."""
     x = np.array([1.0, 2.0, 3.0])
     y = np.array([1.0 + 1e-12, 2.5, 3.0])
     assert not equal(x, y)

@@ -194,7 +194,7 @@ def test_multiline_string_in_a_field() -> None:
 
 
 def test_ambiguous_lines_fall_back_to_quoted_join() -> None:
-    """Lines differing only in whitespace are quoted in '\\n'.join([...]), the last one kept."""
+    r"""Lines differing only in whitespace are quoted in '\n'.join([...]), the last one kept."""
     assert diff("one\ntwo\n", "one\ntwo \n") == report(
         '  str("\\n".join([',
         '  \t"one",',

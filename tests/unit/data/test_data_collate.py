@@ -340,8 +340,11 @@ _STACK_CASES = {
 @pytest.mark.parametrize("into", [False, True])
 @pytest.mark.parametrize("name", sorted(_STACK_CASES))
 def test_stack_arrays_equals_np_stack(name: str, into: bool) -> None:
-    """The one-call paths give np.stack's array (values, dtype, shape, C order) or its error,
-    also when stacking into a given array; none accepts shapes np.stack refuses."""
+    """The one-call paths give np.stack's array or its error, also when stacking into an array.
+
+    The one-call paths give np.stack's array (values, dtype, shape, C order) or its error,
+    also when stacking into a given array; none accepts shapes np.stack refuses.
+    """
     batch = _STACK_CASES[name]
     try:
         expected = np.stack(batch)

@@ -58,7 +58,7 @@ def test_drop_in_sequence_methods() -> None:
 
 
 def test_buffers_are_one_array_each() -> None:
-    """data is the UTF-8 of every item back to back; offsets are len + 1 int64 positions."""
+    """``data`` is the UTF-8 of every item back to back; offsets are len + 1 int64 positions."""
     seq = StringSequence(["ab", "", "é"])
     assert seq.data.tobytes() == "abé".encode()
     assert seq.offsets.tolist() == [0, 2, 2, 4]
@@ -113,7 +113,7 @@ def test_index_of_another_type(index: Any) -> None:
 
 
 def test_take_checks_its_indices() -> None:
-    """take refuses an index out of range and float positions."""
+    """``take`` refuses an index out of range and float positions."""
     seq = StringSequence(TEXTS)
     with pytest.raises(IndexError, match="got 9"):
         seq.take([0, 9])

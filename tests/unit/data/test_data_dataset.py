@@ -1,5 +1,7 @@
-"""Tests for stoker.data's datasets: bases, TensorDataset, StackDataset, ConcatDataset,
-ChainDataset and Subset."""
+"""Tests for stoker.data's datasets.
+
+Covers the bases, TensorDataset, StackDataset, ConcatDataset, ChainDataset and Subset.
+"""
 
 from __future__ import annotations
 

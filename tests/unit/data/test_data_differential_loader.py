@@ -307,8 +307,11 @@ def test_frozen_attributes_match(name: str) -> None:
 
 
 def test_documented_differences() -> None:
-    """prefetch_factor=0 (torch: AssertionError when iterating) and a timeout without workers
-    (torch: AssertionError) raise ValueError, at construction and at iteration respectively."""
+    """prefetch_factor=0 and a timeout without workers raise ValueError (torch: AssertionError).
+
+    prefetch_factor=0 (torch: AssertionError when iterating) and a timeout without workers
+    (torch: AssertionError) raise ValueError, at construction and at iteration respectively.
+    """
     with pytest.raises(ValueError, match="prefetch_factor must be >= 1"):
         sd.DataLoader(Records(4), num_workers=1, prefetch_factor=0)
     with warnings.catch_warnings():

@@ -88,8 +88,11 @@ def test_share_refuses_consumed_positions_past_its_total() -> None:
 def test_share_total_must_be_the_epochs_of_its_world(
     saved: dict[str, int], length: int, drop_last: bool, message: str
 ) -> None:
-    """A share's total is torch's total_size of the world that began the epoch: any other
-    value (or a total no world gives, in a share saved without its world) is refused."""
+    """A share's total must be torch's total_size of the world that began the epoch.
+
+    A share's total is torch's total_size of the world that began the epoch: any other
+    value (or a total no world gives, in a share saved without its world) is refused.
+    """
     value = {**saved, "consumed": {"watermark": 0, "ranges": []}}
     with pytest.raises(ValueError, match=f"share's {message}"):
         Share.from_json(value, "share", length=length, drop_last=drop_last)

@@ -60,8 +60,11 @@ def test_epoch_clock_rejects_foreign_states() -> None:
 
 
 def test_a_fixed_fresh_seed_is_kept_for_its_epoch_only() -> None:
-    """A state between epochs fixes the next epoch's global seed; set_epoch of that epoch keeps it,
-    another epoch or another generator drops it."""
+    """A state between epochs fixes the next epoch's global seed; set_epoch may keep or drop it.
+
+    A state between epochs fixes the next epoch's global seed; set_epoch of that epoch keeps it,
+    another epoch or another generator drops it.
+    """
     clock = EpochClock(None)
     list(track(clock.begin(), iter([[0, 1]])))
     state = clock.state({}, total=2)

@@ -1,5 +1,8 @@
-"""Tests for the one fetch path: map-style indices to a batch, and an iterable dataset's batches
-(how many samples a batch takes, when a replica ends)."""
+"""Tests for the one fetch path, for map-style and iterable datasets.
+
+Tests for the one fetch path: map-style indices to a batch, and an iterable dataset's batches
+(how many samples a batch takes, when a replica ends).
+"""
 
 from __future__ import annotations
 
@@ -31,8 +34,11 @@ def _fetcher(data: object, *, drop_last: bool = False) -> IterableFetcher:
 def test_batches_and_ended_flag(
     length: int, batch: int, batches: list[list[int]], ended_after: list[bool]
 ) -> None:
-    """Each fetch takes a batch's worth of samples in order; ``ended`` turns True only once
-    the iterator ran out during a fetch, and the next fetch raises DatasetExhausted."""
+    """Each fetch takes a batch's worth of samples in order until the iterator runs out.
+
+    Each fetch takes a batch's worth of samples in order; ``ended`` turns True only once
+    the iterator ran out during a fetch, and the next fetch raises DatasetExhausted.
+    """
     fetcher = _fetcher(range(length))
     for expected, ended in zip(batches, ended_after, strict=True):
         assert fetcher.fetch([None] * batch) == expected
@@ -52,8 +58,11 @@ def test_short_last_batch_is_dropped_with_drop_last() -> None:
 
 
 def test_error_mid_batch_propagates_and_does_not_end() -> None:
-    """An exception from the dataset's iterator reaches the caller unchanged; the replica is
-    not marked ended, so the next fetch goes on with the samples after the failure."""
+    """An exception from the dataset's iterator reaches the caller unchanged.
+
+    An exception from the dataset's iterator reaches the caller unchanged; the replica is
+    not marked ended, so the next fetch goes on with the samples after the failure.
+    """
 
     def stream() -> Iterator[int]:
         yield 0
@@ -132,8 +141,11 @@ def test_iterable_fetcher_short_batch_and_end(drop_last: bool, sizes: list[int])
     ("index", "expected"), [([None] * 3, [[0, 1, 2], [3, 4, 5], [6]]), (None, list(range(7)))]
 )
 def test_iterable_fetcher_calls_iter_once_then_only_next(index: Any, expected: list[Any]) -> None:
-    """An iterator whose ``__iter__`` restarts it is asked for ``iter()`` once, when the fetcher
-    is made: batched or not, its samples come once each, in order, then it is exhausted."""
+    """An iterator whose ``__iter__`` restarts it is asked for ``iter()`` once.
+
+    An iterator whose ``__iter__`` restarts it is asked for ``iter()`` once, when the fetcher
+    is made: batched or not, its samples come once each, in order, then it is exhausted.
+    """
     source = Restarting(list(range(7)))
     fetcher = IterableFetcher(
         source, auto_collation=index is not None, collate_fn=_identity, drop_last=False

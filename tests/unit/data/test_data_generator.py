@@ -65,8 +65,11 @@ def test_resolve_generator_turns_an_int_into_a_reproducible_stream() -> None:
 
 
 def test_draw_seed_ranges_and_sources() -> None:
-    """Seeds are in [0, 2**63); None draws new values from the global generator; an int
-    gives a fixed derived seed."""
+    """Seeds are in [0, 2**63); None draws from the global generator, an int gives a fixed seed.
+
+    Seeds are in [0, 2**63); None draws new values from the global generator; an int
+    gives a fixed derived seed.
+    """
     seeds = {draw_seed(None) for _ in range(4)}
     assert len(seeds) == 4
     assert all(0 <= seed <= SEED_MASK for seed in seeds)
@@ -125,7 +128,7 @@ def _run_ok(code: str) -> None:
 
 
 def test_importing_stoker_data_does_not_import_torch() -> None:
-    """import stoker.data and use of the samplers and collate leave torch unimported."""
+    """``import stoker.data`` and use of the samplers and collate leave torch unimported."""
     code = (
         "import sys, stoker.data as d\n"
         "s = d.RandomSampler(range(5), generator=1); list(s)\n"
@@ -156,9 +159,12 @@ def _run_seeded_program(kind: str, seed: int, workers: int) -> dict[str, Any]:
 def test_a_globally_seeded_program_gets_the_same_draws_on_every_run(
     kind: str, workers: int
 ) -> None:
-    """generator=None honours the global seed: np.random.seed(s) in a NumPy program (torch
+    """generator=None honours the global seed of NumPy or of torch.
+
+    generator=None honours the global seed: np.random.seed(s) in a NumPy program (torch
     never imported), torch.manual_seed(s) in a torch program. Two fresh runs with one seed see
-    the same batches, worker seeds, sampler orders and splits; another seed sees others."""
+    the same batches, worker seeds, sampler orders and splits; another seed sees others.
+    """
     first = _run_seeded_program(kind, 5, workers)
     assert first["torch_imported"] is (kind == "torch")
     assert _run_seeded_program(kind, 5, workers) == first
@@ -183,8 +189,11 @@ def test_draw_global_seed_draws_from_numpy_legacy_without_torch() -> None:
 
 
 def test_generator_none_draws_exactly_as_torch_when_torch_is_imported() -> None:
-    """After torch.manual_seed, stoker.data's samplers and random_split with generator=None
-    give torch's orders and leave torch's global generator where torch's leave it."""
+    """After torch.manual_seed, stoker.data's samplers and random_split act as torch's do.
+
+    After torch.manual_seed, stoker.data's samplers and random_split with generator=None
+    give torch's orders and leave torch's global generator where torch's leave it.
+    """
     import torch
     import torch.utils.data as torch_data
 

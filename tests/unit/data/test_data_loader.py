@@ -441,9 +441,12 @@ def test_pin_memory_without_accelerator_and_device_warn(monkeypatch: pytest.Monk
 def test_torchs_default_collate_gives_torchs_batches_through_stokers_collation(
     worker_type: str,
 ) -> None:
-    """collate_fn=torch's default_collate: tensors of torch's dtypes, equal to torch's own
+    """collate_fn=torch's default_collate gives torch's tensors, made by stoker's collation.
+
+    collate_fn=torch's default_collate: tensors of torch's dtypes, equal to torch's own
     collation, made by stoker's collation (the function torch's map would call is not run);
-    torch's default_convert without batching; a torch map a user extended is honoured."""
+    torch's default_convert without batching; a torch map a user extended is honoured.
+    """
     torch = pytest.importorskip("torch")
     import torch.utils.data as torch_data
     from torch.utils.data._utils import collate as torch_collate
@@ -478,8 +481,11 @@ def test_torchs_default_collate_gives_torchs_batches_through_stokers_collation(
 
 
 def test_torchs_batch_sampler_is_batched_and_resumed_as_stokers() -> None:
-    """A torch.utils.data.BatchSampler over a stoker sampler gives the same batches and an
-    offset state: a fresh loader resumes the rest of a shuffled epoch."""
+    """A torch BatchSampler over a stoker sampler gives the same batches and an offset state.
+
+    A torch.utils.data.BatchSampler over a stoker sampler gives the same batches and an
+    offset state: a fresh loader resumes the rest of a shuffled epoch.
+    """
     pytest.importorskip("torch")
     import torch.utils.data as torch_data
 

@@ -68,8 +68,11 @@ def test_merged_state_on_the_same_world_resumes_as_an_uninterrupted_run() -> Non
 
 
 def test_a_merged_epoch_nobody_began_is_a_fresh_runs_on_the_new_world() -> None:
-    """Nothing consumed (every rank saved before its first batch): 5 ranks read the epoch as
-    a fresh 5-rank run does (30 samples), not a split of the 28 positions 4 ranks had."""
+    """Nothing consumed: 5 ranks read the epoch as a fresh 5-rank run does.
+
+    Nothing consumed (every rank saved before its first batch): 5 ranks read the epoch as
+    a fresh 5-rank run does (30 samples), not a split of the 28 positions 4 ranks had.
+    """
     spec = _spec(length=30, drop_last=True)
     states = []
     for rank in range(4):
@@ -133,8 +136,11 @@ def take_loaded(spec: dict[str, Any], world: int, rank: int, state: Any) -> Any:
 def test_loader_states_merge_and_resume_exactly_once(
     length: int, first: int, second: int, drop_last: bool, data: st.DataObject
 ) -> None:
-    """Random worlds, prefixes per rank and drop_last: through real loaders, nothing is lost
-    (but drop_last's cuts) and only padding repeats."""
+    """Random worlds, prefixes and drop_last: nothing is lost but cuts, and only padding repeats.
+
+    Random worlds, prefixes per rank and drop_last: through real loaders, nothing is lost
+    (but drop_last's cuts) and only padding repeats.
+    """
     spec = _spec(length=length, drop_last=drop_last, shuffle=data.draw(st.booleans()))
     per_rank = len(DistributedSampler(range(length), first, 0, drop_last=drop_last))
     batches = -(-per_rank // 2)  # a rank that takes them all has ended the epoch: not here
@@ -212,11 +218,14 @@ def _run_chain(case: dict[str, Any]) -> None:
 
 @pytest.mark.parametrize("block", range(_CHAIN_BLOCKS))
 def test_random_chains_of_worlds_deliver_every_sample_once(block: int) -> None:
-    """300 seeded N -> M -> K chains through real loaders (saves before any batch, after
+    """300 seeded N -> M -> K chains through real loaders: states merge, every sample comes once.
+
+    300 seeded N -> M -> K chains through real loaders (saves before any batch, after
     prefetch only, mid-list and past a rank's list; the sampler's and the loader's drop_last
     both ways; in_order False with thread workers): every rank's state after a resume merges
     with its peers', and each epoch delivers every sample once over its phases, but
-    DistributedSampler's padding (or cuts, and the loader's cut of each part's last batch)."""
+    DistributedSampler's padding (or cuts, and the loader's cut of each part's last batch).
+    """
     size = _CHAIN_CASES // _CHAIN_BLOCKS
     for seed in range(block * size, (block + 1) * size):
         case = _chain_case(seed)
@@ -227,9 +236,12 @@ def test_random_chains_of_worlds_deliver_every_sample_once(block: int) -> None:
 
 
 def test_a_split_part_counts_consumed_padding_positions_out_of_its_length() -> None:
-    """Ranks 2 and 3 of 4 deliver their lists, padding positions 30 and 31 included: the one
+    """After ranks 2 and 3 of 4 deliver their padded lists, the one rank resuming reads 16 samples.
+
+    Ranks 2 and 3 of 4 deliver their lists, padding positions 30 and 31 included: the one
     rank resuming reads the 16 samples left (not 14), and a save after 14 of them is not the
-    epoch's end."""
+    epoch's end.
+    """
     spec = _spec(length=30, batch_size=1)
     first, states = _phase(spec, 4, [0, 0, None, None])
     loader = rank_loader(spec, 1, 0)
@@ -241,9 +253,12 @@ def test_a_split_part_counts_consumed_padding_positions_out_of_its_length() -> N
 
 
 def test_ranks_whose_split_part_is_empty_end_the_epoch_when_prefetched() -> None:
-    """drop_last cuts the one sample left for 3 ranks: each rank's part is empty, and a save
+    """drop_last cuts the one sample left for 3 ranks; a save then merges into the next epoch.
+
+    drop_last cuts the one sample left for 3 ranks: each rank's part is empty, and a save
     after its workers drew it (no batch taken) merges into the next epoch, not the whole
-    epoch again."""
+    epoch again.
+    """
     spec = _spec(length=10, batch_size=1, drop_last=True)
     first, states = _phase(spec, 2, [None, 4])
     merged = merge_states(states)
@@ -268,8 +283,11 @@ def test_states_saved_after_the_epoch_resume_at_the_next_one() -> None:
 
 
 def test_a_rank_that_ended_its_part_early_counts_all_of_it() -> None:
-    """Unequal counts: a rank that delivered its whole list (next epoch in its state) merges
-    with ranks still in the epoch, its list all consumed."""
+    """Unequal counts: a rank that delivered its whole list merges with ranks still in the epoch.
+
+    Unequal counts: a rank that delivered its whole list (next epoch in its state) merges
+    with ranks still in the epoch, its list all consumed.
+    """
     spec = _spec(length=12)
     first, states = _phase(spec, 2, [3, 1])  # rank 0's list is 6 long: 3 batches end it
     assert states[0]["epoch"] == 1
@@ -322,8 +340,11 @@ def test_a_merged_state_of_another_length_does_not_load() -> None:
 @pytest.mark.parametrize("world", [2, 4])
 @pytest.mark.parametrize("total", [16, 24, 31, 33, 10**12])
 def test_a_merged_state_with_an_edited_total_is_refused(world: int, total: int) -> None:
-    """4 ranks of 30 samples have 32 positions; a merged state claiming another total (which
-    lost or repeated samples) is refused, naming the field, its value and the right one."""
+    """A merged state claiming a total other than 32 positions for 4 ranks of 30 is refused.
+
+    4 ranks of 30 samples have 32 positions; a merged state claiming another total (which
+    lost or repeated samples) is refused, naming the field, its value and the right one.
+    """
     _, states = _phase(_spec(length=30), 4, [1, 1, 1, 1])
     merged = merge_states(states)
     assert merged["sampler_state"]["merged"]["total"] == 32
@@ -357,9 +378,12 @@ def _resharded_state(drop_last: bool) -> dict[str, Any]:
 def test_every_field_of_a_resharded_merged_state_is_checked(
     edit: dict[str, Any], message: str
 ) -> None:
-    """A merged state of a split epoch records the world that began it, so its total is
+    """A merged state of a split epoch records the world that began it; all its fields are checked.
+
+    A merged state of a split epoch records the world that began it, so its total is
     checked exactly (with drop_last, 24 or 30 are totals of other worlds and would cut or add
-    samples), and every other field of ``merged`` is checked too."""
+    samples), and every other field of ``merged`` is checked too.
+    """
     merged = _resharded_state(drop_last=True)
     assert merged["sampler_state"]["merged"]["ranks"] == 4
     assert merged["sampler_state"]["merged"]["resharded"] is True
@@ -392,8 +416,11 @@ def test_a_merged_states_batches_and_merged_field_are_checked(
 
 @pytest.mark.parametrize("key", ["offset", "share", "num_replicas"])
 def test_a_merged_sampler_state_holds_only_what_merge_states_writes(key: str) -> None:
-    """A rank's key added to a merged sampler state (it would be ignored) is refused, and so
-    is a key missing from it."""
+    """A merged sampler state with a rank's key added, or a key missing, is refused.
+
+    A rank's key added to a merged sampler state (it would be ignored) is refused, and so
+    is a key missing from it.
+    """
     _, states = _phase(_spec(length=30), 4, [1, 1, 1, 1])
     merged = merge_states(states)
     edited = json.loads(json.dumps(merged))
@@ -433,8 +460,11 @@ def test_merge_needs_distributed_or_sharded_states() -> None:
 
 @pytest.mark.parametrize("old_keys", [("share", "delivered", "draws"), ("share", "delivered")])
 def test_rank_states_of_the_previous_formats_merge(old_keys: tuple[str, ...]) -> None:
-    """Rank states saved before elastic resume (no share and delivered: a plain prefix) and
-    before torch orders (no draws: keyed) merge as the current ones do, exactly once."""
+    """Rank states of older formats merge as the current ones do, exactly once.
+
+    Rank states saved before elastic resume (no share and delivered: a plain prefix) and
+    before torch orders (no draws: keyed) merge as the current ones do, exactly once.
+    """
     spec = _spec(shuffle=False)  # the order of states without draws: keyed, shuffle or not
     first, states = _phase(spec, 4, [2, 3, 2, 1])
     old = json.loads(json.dumps(states))
@@ -461,8 +491,11 @@ def test_rank_states_of_the_previous_formats_merge(old_keys: tuple[str, ...]) ->
     ],
 )
 def test_a_rank_state_missing_a_field_is_named_with_its_index(key: str, message: str) -> None:
-    """A field no format leaves out (or one of share and delivered alone) is refused with a
-    ValueError naming it and the state's index in the list, not a KeyError."""
+    """A missing field is a ValueError naming it and the state's index, not a KeyError.
+
+    A field no format leaves out (or one of share and delivered alone) is refused with a
+    ValueError naming it and the state's index in the list, not a KeyError.
+    """
     _, states = _phase(_spec(), 3, [1, 1, 1])
     del states[2]["sampler_state"][key]
     with pytest.raises(ValueError, match=message):
@@ -505,9 +538,12 @@ def _set_everywhere(states: list[dict[str, Any]], changes: dict[str, Any]) -> No
 def test_huge_counts_in_the_states_are_refused_at_once(
     changes: dict[str, Any], message: str
 ) -> None:
-    """A world of 10**9 ranks, a dataset of 10**12 samples or a position past the rank's
+    """Huge claimed worlds, datasets or positions are a ValueError at once, not a MemoryError.
+
+    A world of 10**9 ranks, a dataset of 10**12 samples or a position past the rank's
     list, claimed by every rank's state, is a ValueError naming the field at once (well under
-    a second of CPU), not a MemoryError after seconds of allocation."""
+    a second of CPU), not a MemoryError after seconds of allocation.
+    """
     _, states = _phase(_spec(), 3, [1, 1, 1])
     _set_everywhere(states, changes)
     started = time.thread_time()
@@ -517,8 +553,11 @@ def test_huge_counts_in_the_states_are_refused_at_once(
 
 
 def test_a_sharded_world_of_a_billion_ranks_is_refused_at_once() -> None:
-    """ShardedIterableDataset states claiming a huge world or shard count are refused at once,
-    naming the field, without counting ranks or shards."""
+    """ShardedIterableDataset states claiming a huge world or shard count are refused at once.
+
+    ShardedIterableDataset states claiming a huge world or shard count are refused at once,
+    naming the field, without counting ranks or shards.
+    """
     states = [take(DataLoader(Shards([3, 3], rank, 2), batch_size=1), 1)[1] for rank in range(2)]
     started = time.thread_time()
     huge = json.loads(json.dumps(states))
@@ -564,8 +603,11 @@ def test_sharded_iterable_resumes_on_another_world_and_worker_count(workers: int
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_sharded_rank_saving_before_its_first_batch_merges_again(workers: int) -> None:
-    """2 -> 3 -> 2 ranks of a ShardedIterableDataset: rank 0 of 3 saves right after loading
-    the merged state; its state merges with its peers' and every sample comes once."""
+    """2 -> 3 -> 2 ranks of a ShardedIterableDataset, saving right after a load: samples come once.
+
+    2 -> 3 -> 2 ranks of a ShardedIterableDataset: rank 0 of 3 saves right after loading
+    the merged state; its state merges with its peers' and every sample comes once.
+    """
     lengths = [4, 2, 5, 3, 1, 6, 2]
     universe = [s * 100 + j for s, n in enumerate(lengths) for j in range(n)]
 

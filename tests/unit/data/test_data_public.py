@@ -48,8 +48,11 @@ def test_shared_memory_full_error_is_public_and_documented() -> None:
 
 
 def test_spawn_workers_load_public_classes_and_reraise_public_errors() -> None:
-    """A spawn worker unpickles stoker.data datasets by their public path, and a stoker.data
-    exception it raises re-raises in the main process with its own type."""
+    """Spawn workers unpickle datasets by public path; their exceptions re-raise with their type.
+
+    A spawn worker unpickles stoker.data datasets by their public path, and a stoker.data
+    exception it raises re-raises in the main process with its own type.
+    """
     dataset = ConcatDataset([TensorDataset(np.arange(4)), FailingDataset(4, bad=1, kind="public")])
     loader = DataLoader(
         dataset, batch_size=2, num_workers=1, multiprocessing_context="spawn", timeout=60

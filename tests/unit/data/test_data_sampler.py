@@ -185,8 +185,11 @@ def test_batch_sampler(drop_last: bool, expected: list[list[int]]) -> None:
 def test_batch_sampler_calls_iter_once_on_its_sampler(
     drop_last: bool, expected: list[list[int]]
 ) -> None:
-    """Over a sampler whose ``__iter__`` restarts it, each epoch calls ``iter()`` on it once and
-    groups its indices once each (``itertools.islice`` would restart it every batch)."""
+    """Over a sampler whose ``__iter__`` restarts it, each epoch calls ``iter()`` on it once.
+
+    Over a sampler whose ``__iter__`` restarts it, each epoch calls ``iter()`` on it once and
+    groups its indices once each (``itertools.islice`` would restart it every batch).
+    """
     inner = Restarting(list(range(7)))
     sampler = BatchSampler(inner, 3, drop_last)
     for epoch in range(2):
@@ -401,9 +404,12 @@ def test_batch_sampler_respects_an_overridden_iter() -> None:
 
 
 def test_set_epoch_never_changes_the_epoch_under_way() -> None:
-    """``set_epoch`` of the epoch the sampler began on its own, while it runs or once drawn to
+    """``set_epoch`` of the epoch the sampler began on its own is a no-op.
+
+    ``set_epoch`` of the epoch the sampler began on its own, while it runs or once drawn to
     its end, is a no-op (the next epoch still follows it); set again, or after an iteration
-    closed early, it chooses the next epoch; another epoch applies from the next ``iter()``."""
+    closed early, it chooses the next epoch; another epoch applies from the next ``iter()``.
+    """
     reference = RandomSampler(range(12), generator=4)
     epochs = [list(reference) for _ in range(3)]
     sampler = RandomSampler(range(12), generator=4)
@@ -463,9 +469,12 @@ LARGE_FACTORIES = {
 
 @pytest.mark.parametrize("name", sorted(LARGE_FACTORIES))
 def test_large_epochs_batch_and_resume_across_internal_pieces(name: str) -> None:
-    """Epochs produced piece by piece: batches of 300 (which straddle the pieces) equal
+    """Epochs produced piece by piece batch and resume as a whole epoch does.
+
+    Epochs produced piece by piece: batches of 300 (which straddle the pieces) equal
     grouping the per-index output, which is a whole epoch, and resuming at offsets on both
-    sides of a piece boundary gives the rest of the same epoch."""
+    sides of a piece boundary gives the rest of the same epoch.
+    """
     make = LARGE_FACTORIES[name]
     indices = list(make())
     assert len(indices) == LARGE
@@ -486,8 +495,11 @@ def test_large_epochs_batch_and_resume_across_internal_pieces(name: str) -> None
 
 
 def test_first_batch_does_not_wait_for_the_whole_epoch() -> None:
-    """A sequential epoch of 10**12 indices gives its first batches at once: the epoch is
-    produced in pieces, never as one list (which could not even fit in memory)."""
+    """A sequential epoch of 10**12 indices gives its first batches at once.
+
+    A sequential epoch of 10**12 indices gives its first batches at once: the epoch is
+    produced in pieces, never as one list (which could not even fit in memory).
+    """
     huge = SequentialSampler(range(10**12))
     assert next(iter(huge)) == 0
     batches = iter(BatchSampler(huge, 3, False))
@@ -504,8 +516,11 @@ def test_first_batch_does_not_wait_for_the_whole_epoch() -> None:
     ],
 )
 def test_global_generator_epochs_resume_mid_epoch_without_touching_it(make: Any) -> None:
-    """With generator=None in a torch program, a state saved mid-epoch resumes the rest of that
-    epoch exactly, and resuming draws nothing from torch's global generator."""
+    """With generator=None in a torch program, a mid-epoch state resumes exactly, drawing nothing.
+
+    With generator=None in a torch program, a state saved mid-epoch resumes the rest of that
+    epoch exactly, and resuming draws nothing from torch's global generator.
+    """
     torch = pytest.importorskip("torch")
     torch.manual_seed(8)
     original = make()

@@ -201,8 +201,11 @@ class EvensFirst(RandomSampler):
 @pytest.mark.parametrize("generator", [None, 7, "numpy"])
 @pytest.mark.parametrize("epoch", [0, 1])
 def test_sampler_subclass_with_its_own_iter_resumes_exactly(generator: Any, epoch: int) -> None:
-    """A stoker sampler subclass that overrides __iter__ resumes by replaying its epoch with
-    the randomness that epoch drew (generator=None included): the rest equals the saved run's."""
+    """A sampler subclass overriding __iter__ resumes by replaying its epoch's randomness.
+
+    A stoker sampler subclass that overrides __iter__ resumes by replaying its epoch with
+    the randomness that epoch drew (generator=None included): the rest equals the saved run's.
+    """
 
     def make() -> DataLoader:
         source = np.random.default_rng(7) if generator == "numpy" else generator
@@ -225,8 +228,11 @@ def test_sampler_subclass_with_its_own_iter_resumes_exactly(generator: Any, epoc
 
 
 def test_a_batch_sampler_that_restarts_in_iter_replays_its_epoch_once() -> None:
-    """A batch sampler whose ``__iter__`` restarts it and returns itself resumes by replay:
-    the delivered batches are skipped and the rest come once each from one ``iter()`` call."""
+    """A batch sampler whose ``__iter__`` restarts it and returns itself resumes by replay.
+
+    A batch sampler whose ``__iter__`` restarts it and returns itself resumes by replay:
+    the delivered batches are skipped and the rest come once each from one ``iter()`` call.
+    """
     batches = [[5, 1], [0, 4], [2, 3], [6]]
     loader = DataLoader(Indexed(), batch_sampler=Restarting(batches))
     iterator = iter(loader)
@@ -368,8 +374,11 @@ def test_iterable_state_from_another_num_workers_raises() -> None:
 
 
 def test_iterable_worker_states_must_fit_the_loader() -> None:
-    """A per-worker state needs the same num_workers, a dataset with load_state_dict, and the
-    shape state_dict() gives; each mismatch raises ValueError saying what differs."""
+    """Each mismatch of a per-worker state raises ValueError saying what differs.
+
+    A per-worker state needs the same num_workers, a dataset with load_state_dict, and the
+    shape state_dict() gives; each mismatch raises ValueError saying what differs.
+    """
     two = DataLoader(StatefulCounting(10), batch_size=2, num_workers=2)
     state = json.loads(json.dumps(two.state_dict()))
     assert (state["mode"], state["sampler_state"]) == ("worker_states", None)
@@ -556,8 +565,11 @@ _ANY_VALUE = hst.one_of(
 def test_a_mutated_state_is_refused_naming_its_field_or_resumes_exactly(
     path: str, value: Any
 ) -> None:
-    """Any one field of a valid state set to any value: a ValueError or TypeError that names
-    the field, never another exception; or, when accepted, exactly the original resume."""
+    """Any field of a valid state set to any value: a named error, or the original resume.
+
+    Any one field of a valid state set to any value: a ValueError or TypeError that names
+    the field, never another exception; or, when accepted, exactly the original resume.
+    """
     state = _mid_epoch_state()
     bad = _mutated(state, path, value)
     loader = _shuffled()

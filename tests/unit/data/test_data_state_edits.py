@@ -144,8 +144,11 @@ def _paths(value: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
 
 
 def _key(path: Path) -> str:
-    """The field a message must name: the last key of the path (inside a generator's state,
-    which is opaque, the generator field itself)."""
+    """The field a message must name: the last key of the path.
+
+    The field a message must name: the last key of the path (inside a generator's state,
+    which is opaque, the generator field itself).
+    """
     if "generator" in path:
         return "generator"
     return str([part for part in path if isinstance(part, str)][-1])
@@ -228,17 +231,23 @@ def _missing_keys() -> list[Any]:
 def test_every_integer_field_refuses_a_bad_value_naming_it(
     kind: str, path: Path, value: Any
 ) -> None:
-    """-1, 10**12, 2.5, "3", None and True in any integer field of any kind of state: a
+    """Bad values in any integer field of any state: a named error within bounds, or a resume.
+
+    -1, 10**12, 2.5, "3", None and True in any integer field of any kind of state: a
     ValueError or TypeError naming the field and the value within a CPU-time bound, never a
     KeyError or MemoryError; or a valid claim (a seed, a counter) that resumes within bounds;
-    or exactly the unedited resume."""
+    or exactly the unedited resume.
+    """
     _probe(kind, path, value)
 
 
 @pytest.mark.parametrize(("kind", "path"), _missing_keys())
 def test_every_missing_key_is_named_or_is_an_older_formats(kind: str, path: Path) -> None:
-    """Any key removed from any kind of state: a ValueError naming it as missing, or (a key
-    older formats lack) exactly the unedited resume."""
+    """Any key removed from any kind of state: a ValueError naming it, or the unedited resume.
+
+    Any key removed from any kind of state: a ValueError naming it as missing, or (a key
+    older formats lack) exactly the unedited resume.
+    """
     _probe(kind, path, _MISSING)
 
 
@@ -266,11 +275,14 @@ def _merge_probes() -> list[Any]:
 
 @pytest.mark.parametrize(("kind", "path", "value"), _merge_probes())
 def test_merge_states_refuses_a_bad_integer_naming_it(kind: str, path: Path, value: Any) -> None:
-    """Any integer field of one rank's state given to merge_states set to -1, 10**12 (a world
+    """Bad or removed integer fields of a rank's state given to merge_states: a named error.
+
+    Any integer field of one rank's state given to merge_states set to -1, 10**12 (a world
     of 10**12 ranks, a dataset of 10**12 samples), 2.5, "3", None or True, or removed: a
     ValueError or TypeError naming the field and the value within a CPU-time bound (never a
     KeyError or MemoryError), or the merge of the unedited states when the merge does not read
-    the field (rank 0's seeds, for one)."""
+    the field (rank 0's seeds, for one).
+    """
     states = json.loads(json.dumps(_rank_states(kind)))
     expected = merge_states(states)
     states[1] = _edited(states[1], path, value)

@@ -107,6 +107,9 @@ class _NoLoad:
 def test_is_stateful_wants_both_methods_and_a_state_dict_without_arguments(
     value: object, expected: bool
 ) -> None:
-    """Stateful means load_state_dict and a state_dict callable with no arguments: one that
-    needs arguments (litdata's StreamingDataset) keeps another contract."""
+    """Stateful means load_state_dict and a state_dict callable with no arguments.
+
+    Stateful means load_state_dict and a state_dict callable with no arguments: one that
+    needs arguments (litdata's StreamingDataset) keeps another contract.
+    """
     assert is_stateful(value) is expected

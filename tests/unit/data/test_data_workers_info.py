@@ -118,7 +118,7 @@ def test_torch_answer_in_a_worker_thread_pickles_as_a_plain_worker_info() -> Non
 
 
 def _expected(worker: tuple[int, int, int]) -> dict[str, Any]:
-    """torch's answer (summarised) in the worker whose stoker answer is ``worker``."""
+    """Torch's answer (summarised) in the worker whose stoker answer is ``worker``."""
     worker_id, num_workers, seed = worker
     return {
         "id": worker_id,
@@ -130,7 +130,7 @@ def _expected(worker: tuple[int, int, int]) -> dict[str, Any]:
 
 
 def test_torch_imported_first_by_a_worker_thread_answers_at_once() -> None:
-    """torch first imported by a worker thread's sample, which then asks it, answers at once.
+    """Torch first imported by a worker thread's sample, which then asks it, answers at once.
 
     In a fresh interpreter whose main process had not imported torch: no sample gets None.
     (Spawn and forkserver workers start without torch: the test above covers them.)

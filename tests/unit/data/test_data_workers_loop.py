@@ -188,9 +188,12 @@ class RecordingEpochSetup:
 
 
 def test_an_epoch_setup_prepares_the_dataset_each_epoch_with_its_shared_seed() -> None:
-    """The epoch setup runs before worker_init_fn with the setup's shared seed and as this
+    """The epoch setup runs before worker_init_fn and again at each Reset, with their seeds.
+
+    The epoch setup runs before worker_init_fn with the setup's shared seed and as this
     worker (1 of 2), and again at each Reset with that Reset's seed, before the new
-    iter(dataset): the replica then iterates what prepare made of it."""
+    iter(dataset): the replica then iterates what prepare made of it.
+    """
     calls: list[Any] = []
 
     class Offset(Counting):

@@ -1,5 +1,8 @@
-"""SharedArrays: a multiprocessing pickle is a ticket for one segment, read once whatever the
-sender does; the owner alone unlinks its name; a changed pickle is a clear error."""
+"""SharedArrays: a pickle is a ticket read once, and only the owner unlinks the name.
+
+SharedArrays: a multiprocessing pickle is a ticket for one segment, read once whatever the
+sender does; the owner alone unlinks its name; a changed pickle is a clear error.
+"""
 
 from __future__ import annotations
 
@@ -30,9 +33,12 @@ def _arrays() -> list[np.ndarray]:
 
 
 def test_multiprocessing_pickle_is_a_ticket_for_one_segment_mapped_read_only() -> None:
-    """The first ForkingPickler pickle moves the arrays into one owned segment and makes a
+    """Pickling moves the arrays into one owned segment with a ticket; unpickling maps it.
+
+    The first ForkingPickler pickle moves the arrays into one owned segment and makes a
     ticket (a second name for it); unpickling maps it read-only with equal arrays and takes the
-    ticket; a pickle of the received copy makes a new ticket for the same segment."""
+    ticket; a pickle of the received copy makes a new ticket for the same segment.
+    """
     arrays = _arrays()
     shared = SharedArrays(arrays)
     blob = ForkingPickler.dumps(shared)
@@ -82,8 +88,11 @@ def test_a_forked_child_freeing_its_copy_leaves_the_name() -> None:
 
 
 def test_a_pickle_is_read_once_after_the_container_is_freed() -> None:
-    """Freeing the container removes its own name but not the pickle's ticket: the pickle is
-    still read whole, once; a second read, with the container gone, is a clear error."""
+    """Freeing the container removes its own name but not the pickle's ticket.
+
+    Freeing the container removes its own name but not the pickle's ticket: the pickle is
+    still read whole, once; a second read, with the container gone, is a clear error.
+    """
     texts = [f"item {i}" for i in range(1000)]
     seq = StringSequence(texts)
     blob = ForkingPickler.dumps(seq)
@@ -103,8 +112,11 @@ def test_a_pickle_is_read_once_after_the_container_is_freed() -> None:
 
 
 def test_a_pickle_read_again_maps_the_live_container() -> None:
-    """One pickle read by several processes (the pool's setup) serves all while the sender
-    holds the container: the first read takes the ticket, the others map the owned name."""
+    """One pickle read by several processes serves all while the sender holds the container.
+
+    One pickle read by several processes (the pool's setup) serves all while the sender
+    holds the container: the first read takes the ticket, the others map the owned name.
+    """
     seq = StringSequence(["a", "b", "c"])
     blob = ForkingPickler.dumps(seq)
     assert [list(pickle.loads(blob)) for _ in range(3)] == [["a", "b", "c"]] * 3
@@ -137,8 +149,7 @@ print(len(sys.argv))
 
 
 def test_an_owner_exiting_removes_its_names_and_unread_tickets() -> None:
-    """A main process that exits holding a shared container and an unread pickle leaves no
-    name behind."""
+    """A main process exiting with a shared container and an unread pickle leaves no name behind."""
     done = subprocess.Popen([sys.executable, "-c", _EXITING_OWNER], stdout=subprocess.PIPE)
     assert done.communicate(timeout=60)[0].strip() == b"1"
     assert done.returncode == 0
@@ -184,8 +195,11 @@ def _no_names_left() -> None:
     ],
 )
 def test_a_changed_handle_is_a_value_error(field: str, value: Any, match: str) -> None:
-    """A handle with a name that is not a segment's, a bad size or token, or a layout outside
-    the segment raises ValueError naming the field, and leaves the ticket in place."""
+    """A bad handle raises ValueError naming the field and leaves the ticket in place.
+
+    A handle with a name that is not a segment's, a bad size or token, or a layout outside
+    the segment raises ValueError naming the field, and leaves the ticket in place.
+    """
     shared = SharedArrays(_arrays())
     handle = _handle(shared)
     with pytest.raises(ValueError, match=match):
@@ -197,8 +211,11 @@ def test_a_changed_handle_is_a_value_error(field: str, value: Any, match: str) -
 
 
 def test_a_handle_naming_another_segment_is_refused() -> None:
-    """A handle whose names were changed to another process's segment (of the right size)
-    raises RuntimeError and unlinks nothing."""
+    """A handle renamed to another process's segment raises RuntimeError and unlinks nothing.
+
+    A handle whose names were changed to another process's segment (of the right size)
+    raises RuntimeError and unlinks nothing.
+    """
     shared = SharedArrays(_arrays())
     handle = _handle(shared)
     other = SharedArrays(_arrays())

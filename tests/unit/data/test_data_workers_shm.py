@@ -95,8 +95,11 @@ def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
 
 
 def test_sweep_counts_the_exiting_process_as_ended(tmp_path: Any) -> None:
-    """sweep_orphans(gone=pid) removes the names of pid paired with an ended process, and
-    keeps those paired with a live one."""
+    """sweep_orphans(gone=pid) removes pid's names paired with ended processes, not live ones.
+
+    sweep_orphans(gone=pid) removes the names of pid paired with an ended process, and
+    keeps those paired with a live one.
+    """
     directory = str(tmp_path)
     me, dead = os.getpid(), _ended_pid()
     mine = segment_name(me, me, 1)
@@ -143,8 +146,11 @@ def test_map_read_only_refuses_other_paths(name: str) -> None:
 
 
 def test_map_read_only_refuses_a_short_file_a_fifo_and_a_symlink(tmp_path: Any) -> None:
-    """A truncated segment, a FIFO and a symlink under a segment's name raise RuntimeError at
-    once (no bus error, no wait, no link followed)."""
+    """A truncated segment, a FIFO and a symlink under a segment's name raise RuntimeError at once.
+
+    A truncated segment, a FIFO and a symlink under a segment's name raise RuntimeError at
+    once (no bus error, no wait, no link followed).
+    """
     directory = str(tmp_path)
     short, fifo, link = (segment_name(1, 1, n) for n in (1, 2, 3))
     with open(os.path.join(directory, short), "wb") as file:

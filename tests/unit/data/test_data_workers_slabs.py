@@ -49,8 +49,11 @@ class _Pair:
 
 @pytest.fixture
 def pair(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> _Pair:
-    """A writer/reader pair whose segments live in a temporary directory (once an earlier
-    test's workers, stopped in the background, have left this process's memory alone)."""
+    """A writer/reader pair whose segments live in a temporary directory.
+
+    A writer/reader pair whose segments live in a temporary directory (once an earlier
+    test's workers, stopped in the background, have left this process's memory alone).
+    """
     from stoker.data._workers.process import _REAPER
 
     assert _REAPER.wait_idle(10)
@@ -116,9 +119,12 @@ def _resident_bytes() -> int:
 def test_a_freed_slab_leaves_the_main_process_rss_once_idle(
     pair: _Pair, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A freed large slab keeps its pages in the reader while the writer fills it again; one
+    """A freed large slab keeps its pages while reused and gives them up once left idle.
+
+    A freed large slab keeps its pages in the reader while the writer fills it again; one
     left out of IDLE_BATCHES batches gives them up; the data stays right throughout. (The
-    pipeline counts as fast whatever this machine's pace: no slab is dropped at its release.)"""
+    pipeline counts as fast whatever this machine's pace: no slab is dropped at its release.)
+    """
     monkeypatch.setattr("stoker.data._workers.slabs.DROP_SHARE", 0.0)
     rng = np.random.default_rng(7)
     samples = [rng.integers(0, 255, 1 << 20, dtype=np.uint8) for _ in range(8)]  # 8 MiB
@@ -141,8 +147,11 @@ def test_a_freed_slab_leaves_the_main_process_rss_once_idle(
 
 
 def test_a_slow_pipeline_drops_a_freed_slab_at_once(pair: _Pair) -> None:
-    """Batches 0.1 s apart: mapping an 8 MiB slab's pages back costs under DROP_SHARE of that,
-    so its pages leave the reader's RSS when the batch is freed; the data stays right."""
+    """Batches 0.1 s apart: an 8 MiB slab's pages leave the reader's RSS when the batch is freed.
+
+    Batches 0.1 s apart: mapping an 8 MiB slab's pages back costs under DROP_SHARE of that,
+    so its pages leave the reader's RSS when the batch is freed; the data stays right.
+    """
     rng = np.random.default_rng(8)
     samples = [rng.integers(0, 255, 1 << 20, dtype=np.uint8) for _ in range(8)]  # 8 MiB
     assert (8 << 20) * REFAULT_SECONDS_PER_BYTE < DROP_SHARE * 0.1
@@ -159,8 +168,11 @@ def test_a_slow_pipeline_drops_a_freed_slab_at_once(pair: _Pair) -> None:
 
 
 def test_a_share_of_a_split_batch_sizes_slabs_for_the_whole_batch(pair: _Pair) -> None:
-    """A 4-of-8 share sets the slab size for 8, so full batches fit their slabs, but travels in
-    a segment of its own size (not allocated and zeroed for 8), retired once it comes back."""
+    """A 4-of-8 share sets the slab size for 8 but travels in a segment of its own size.
+
+    A 4-of-8 share sets the slab size for 8, so full batches fit their slabs, but travels in
+    a segment of its own size (not allocated and zeroed for 8), retired once it comes back.
+    """
     rng = np.random.default_rng(5)
     samples = [(rng.integers(0, 255, 20000, dtype=np.uint8), i) for i in range(8)]
     pair.writer.expect_share(4, 8)
@@ -180,8 +192,11 @@ def test_a_share_of_a_split_batch_sizes_slabs_for_the_whole_batch(pair: _Pair) -
 
 
 def test_a_share_of_more_than_64_samples_is_sized_for_all_of_them(pair: _Pair) -> None:
-    """The size estimate counts a long share's samples beyond the first 64 like those: a
-    100-of-200 share fits its segment, and the next full batch fits the slab size it set."""
+    """The size estimate counts a long share's samples beyond the first 64 like those.
+
+    The size estimate counts a long share's samples beyond the first 64 like those: a
+    100-of-200 share fits its segment, and the next full batch fits the slab size it set.
+    """
     samples = [(np.full(2000, i % 256, dtype=np.uint8), i) for i in range(200)]
     pair.writer.expect_share(100, 200)
     data = pair.writer.encode(Reply(0, BATCH, samples[:100], Meta(busy=0.0)))
@@ -209,9 +224,12 @@ def test_custom_collate_arrays_are_copied_into_the_slab(pair: _Pair) -> None:
 
 
 def test_a_workers_first_large_batch_is_stacked_straight_into_its_slab(pair: _Pair) -> None:
-    """The first large batch is collated into slab memory (sized from its first sample), not
+    """The first large batch is collated into slab memory, not copied there from private memory.
+
+    The first large batch is collated into slab memory (sized from its first sample), not
     into private memory first and then copied: one slab, the collated array a view on it, and
-    the batch equal to default_collate's."""
+    the batch equal to default_collate's.
+    """
     samples = _image_batch(2)
     collated = pair.writer.collate(samples)
     assert pair.writer.large
@@ -261,9 +279,12 @@ def test_failure_replies_free_the_slab(pair: _Pair) -> None:
 def test_plain_cpu_tensors_travel_in_the_slab_and_arrive_as_tensors_on_it(
     pair: _Pair, collated_by: str
 ) -> None:
-    """Tensor samples are stacked into the slab (or a custom collate_fn's tensors copied into
+    """Tensor samples are stacked into the slab and come back as tensors on its memory.
+
+    Tensor samples are stacked into the slab (or a custom collate_fn's tensors copied into
     it) and come back as tensors on the slab's memory (torch.from_numpy, no copy), equal to
-    torch.stack's; a tensor that needs its own pickling (requires_grad) is left to torch."""
+    torch.stack's; a tensor that needs its own pickling (requires_grad) is left to torch.
+    """
     torch = pytest.importorskip("torch")
     samples = [(torch.full((3, 32, 32), float(i)), i) for i in range(8)]
     collate = (

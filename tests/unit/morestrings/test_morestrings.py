@@ -151,7 +151,7 @@ def test_reverse_graphemes_seams_follow_unicode(
 
 
 def test_graphemes_join_back_to_input() -> None:
-    """graphemes splits without losing or adding code points."""
+    """``graphemes`` splits without losing or adding code points."""
     s = "ne\u0301e \U0001f1ef\U0001f1f5"
     assert "".join(graphemes(s)) == s
     assert graphemes(s) == ["n", "e\u0301", "e", " ", "\U0001f1ef\U0001f1f5"]

@@ -195,9 +195,12 @@ def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, 
 def test_a_removal_is_found_while_idle_so_the_first_add_after_it_raises(
     tmp_path: Path, removed: str
 ) -> None:
-    """With nothing added since, the thread's idle wake-up (every flush_interval) finds the log
+    """A log dir or file removed while idle makes the first add_scalar raise FileNotFoundError.
+
+    With nothing added since, the thread's idle wake-up (every flush_interval) finds the log
     dir or the file gone, and the first add_scalar raises FileNotFoundError naming what went;
-    it used to be accepted, and only the add after the thread's next write raised."""
+    it used to be accepted, and only the add after the thread's next write raised.
+    """
     logdir = tmp_path / "run"
     writer = stb.SummaryWriter(logdir)
     writer.add_scalar("x", 1.0, 1)

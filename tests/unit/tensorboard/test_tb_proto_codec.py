@@ -59,7 +59,7 @@ def test_malformed_bytes_raise_wire_error(data: bytes, message: str) -> None:
 
 @given(st.floats(allow_nan=False, width=32), st.floats(allow_nan=False))
 def test_fixed_width_fields_round_trip(single: float, double: float) -> None:
-    """float and double fields keep their exact bit patterns through encode and decode."""
+    """Float and double fields keep their exact bit patterns through encode and decode."""
     decoded = pb.SUMMARY_AUDIO.decode(pb.SUMMARY_AUDIO.encode({"sample_rate": single}))
     assert struct.pack("<f", decoded.get("sample_rate", 0.0)) == struct.pack("<f", single)
     event = pb.EVENT.decode(pb.EVENT.encode({"wall_time": double}))

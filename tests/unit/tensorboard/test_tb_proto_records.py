@@ -158,8 +158,11 @@ _PATTERNED = st.tuples(
 
 @given(_PATTERNED, st.booleans())
 def test_block_scan_equals_a_record_by_record_scan(case: tuple, skipping: bool) -> None:
-    """Files of repeating records (what the block scanner predicts), damaged and truncated
-    anywhere, scan to exactly the records, end, damage and needed bytes of a plain walk."""
+    """Damaged or truncated files of repeating records scan exactly as a plain walk does.
+
+    Files of repeating records (what the block scanner predicts), damaged and truncated
+    anywhere, scan to exactly the records, end, damage and needed bytes of a plain walk.
+    """
     step, steps, hits, cut = case
     buffer = bytearray(frame_many(step * steps))
     for at, value in hits:
@@ -170,8 +173,11 @@ def test_block_scan_equals_a_record_by_record_scan(case: tuple, skipping: bool) 
 
 @given(st.lists(st.binary(max_size=80), max_size=40), st.integers(0, 2000))
 def test_masked_crc32c_many_equals_one_at_a_time(payloads: list[bytes], repeat: int) -> None:
-    """Checksums computed per length with NumPy equal masked_crc32c record by record, for
-    lengths met once or thousands of times, odd and even."""
+    """Checksums computed per length with NumPy equal masked_crc32c record by record.
+
+    Checksums computed per length with NumPy equal masked_crc32c record by record, for
+    lengths met once or thousands of times, odd and even.
+    """
     framed = frame_many(payloads + [b"x" * 33, b"yz" * 9] * (repeat // 2))
     blocks = scan_blocks(framed).blocks
     assert len(blocks) <= 1
@@ -181,8 +187,11 @@ def test_masked_crc32c_many_equals_one_at_a_time(payloads: list[bytes], repeat: 
 
 
 def test_masked_crc32c_many_with_many_distinct_lengths() -> None:
-    """Fifty lengths, each met ten times in shuffled order (more lengths than are grouped one
-    pass per length), checksum exactly as one at a time."""
+    """Fifty lengths, each met ten times in shuffled order, checksum exactly as one at a time.
+
+    Fifty lengths, each met ten times in shuffled order (more lengths than are grouped one
+    pass per length), checksum exactly as one at a time.
+    """
     import random
 
     payloads = [bytes([length % 251]) * length for length in range(50) for _ in range(10)]

@@ -243,9 +243,12 @@ def test_broadcasting_up_to_the_limit_still_repeats_the_last_value(tmp_path: Pat
 
 
 def test_a_string_tensor_without_values_is_empty_strings(tmp_path: Path) -> None:
-    """A string tensor of shape [3] with no ``string_val`` decodes to three empty strings,
+    """A string tensor of shape [3] with no ``string_val`` decodes to three empty strings.
+
+    A string tensor of shape [3] with no ``string_val`` decodes to three empty strings,
     whether it is a plain tensor or the text plugin's (which once crashed the reader with an
-    AttributeError on integer zeros, found by the fuzz test)."""
+    AttributeError on integer zeros, found by the fuzz test).
+    """
     tensor = {"dtype": pb.DT_STRING, "tensor_shape": {"dim": [{"size": 3}]}}
     text = {"plugin_data": {"plugin_name": "text"}}
     values = [{"tag": "t", "tensor": tensor}, {"tag": "x", "metadata": text, "tensor": tensor}]
@@ -271,10 +274,13 @@ _TAGS = st.lists(
 def test_block_decoding_of_scalars_equals_event_by_event(
     tags: list[str], first_step: int, steps: int, others: list[tuple[int, bytes]], value: float
 ) -> None:
-    """Plain scalar events decoded a block at a time (per length, NumPy) give exactly what the
+    """Scalar events decoded a block at a time equal what the event-by-event fast path gives.
+
+    Plain scalar events decoded a block at a time (per length, NumPy) give exactly what the
     event-by-event fast path gives, for every record: tags of any text (empty included),
     steps of every varint width (negative, zero, near 2**63), any float32, and other events
-    and stray bytes between them."""
+    and stray bytes between them.
+    """
     events = [
         event_bytes(
             summary_of(summary_value(tag, {"simple_value": value})),

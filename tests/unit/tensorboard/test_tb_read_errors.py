@@ -152,8 +152,11 @@ def test_growing_file_reads_the_same_records_as_a_whole_one(
     chunks: list[int],
     piece: int | None,
 ) -> None:
-    """Polling a file that grows in random chunks, reading at most ``piece`` bytes a call until
-    no progress, finds exactly the records of one full read."""
+    """Polling a file that grows in random chunks finds exactly the records of one full read.
+
+    Polling a file that grows in random chunks, reading at most ``piece`` bytes a call until
+    no progress, finds exactly the records of one full read.
+    """
     original, _ = _apply(_sample_file(), changes)
     index = int(at * len(original))
     data = original[:index] + garbage + original[index:]

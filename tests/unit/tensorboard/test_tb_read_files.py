@@ -365,8 +365,11 @@ def test_dangling_link_named_like_an_event_file_is_skipped(tmp_path: Path) -> No
 
 @pytest.fixture
 def unlistable(monkeypatch: pytest.MonkeyPatch) -> set[str]:
-    """Directories (by absolute path) that os.scandir refuses to list, as for a user without
-    the read permission (the tests run as root, who can list everything)."""
+    """Directories that os.scandir refuses to list, as for a user without the read permission.
+
+    Directories (by absolute path) that os.scandir refuses to list, as for a user without
+    the read permission (the tests run as root, who can list everything).
+    """
     refused: set[str] = set()
     real = os.scandir
 

@@ -23,8 +23,11 @@ RUNS = 6
 
 @pytest.fixture
 def logdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Six runs of a few scalars each, in a process the reader may fork (threads other tests
-    left behind would make it read in-process; that is tested in test_tb_read_reader.py)."""
+    """Six runs of a few scalars each, in a process the reader may fork.
+
+    Six runs of a few scalars each, in a process the reader may fork (threads other tests
+    left behind would make it read in-process; that is tested in test_tb_read_reader.py).
+    """
     for index in range(RUNS):
         with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
             for step in range(50):
@@ -39,8 +42,11 @@ def _reader_children() -> list[multiprocessing.process.BaseProcess]:
 
 
 def _in_workers(monkeypatch: pytest.MonkeyPatch, action: Callable[[RunData, str], None]) -> None:
-    """Make RunData.load call ``action(run, "before")`` and ``action(run, "after")`` around
-    the read, in worker processes only (the fork copies the patch)."""
+    """Make RunData.load call ``action`` before and after the read, in worker processes only.
+
+    Make RunData.load call ``action(run, "before")`` and ``action(run, "after")`` around
+    the read, in worker processes only (the fork copies the patch).
+    """
     parent = os.getpid()
     original = RunData.load
 
@@ -67,9 +73,12 @@ def _held(message: str) -> list[str]:
 def test_a_worker_killed_raises_naming_its_signal_and_the_runs_it_held(
     logdir: Path, monkeypatch: pytest.MonkeyPatch, moment: str, victim: str
 ) -> None:
-    """A worker SIGKILLed before or after reading a run (its first one, or one dealt after it
+    """A worker SIGKILLed while holding runs raises EventFileError naming it and its runs.
+
+    A worker SIGKILLed before or after reading a run (its first one, or one dealt after it
     sent others back) raises EventFileError naming the worker, SIGKILL and the runs it held,
-    the victim first and no run it had sent back; no worker is left running."""
+    the victim first and no run it had sent back; no worker is left running.
+    """
 
     def kill(run: RunData, now: str) -> None:
         if run.name == victim and now == moment:
@@ -92,8 +101,11 @@ def test_a_worker_killed_raises_naming_its_signal_and_the_runs_it_held(
 def test_a_worker_killed_holding_nothing_loses_nothing(
     logdir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A worker SIGKILLed once every run it held came back (the other may still be reading)
-    costs no run: the read goes on and every run is returned."""
+    """A worker SIGKILLed once every run it held came back costs no run.
+
+    A worker SIGKILLed once every run it held came back (the other may still be reading)
+    costs no run: the read goes on and every run is returned.
+    """
     original = parallel._Pool._take
     killed: list[int] = []
 
@@ -138,9 +150,12 @@ def test_a_workers_error_is_raised_here_with_its_traceback(
     raised: type[Exception],
     text: str,
 ) -> None:
-    """An error raised while a worker reads a run is raised by the reader, as itself (or a
+    """An error raised while a worker reads a run is raised by the reader, as itself.
+
+    An error raised while a worker reads a run is raised by the reader, as itself (or a
     RuntimeError naming it when it cannot be rebuilt here), chained to the worker's traceback;
-    no worker is left running."""
+    no worker is left running.
+    """
 
     def fail(run: RunData, now: str) -> None:
         if run.name == "run3" and now == "before":
@@ -157,8 +172,11 @@ def test_a_workers_error_is_raised_here_with_its_traceback(
 
 
 class _Recorder:
-    """A progress callback that no pickle can carry: it holds an open text file, as the CLI's
-    holds sys.stderr (and a lambda would do too)."""
+    """A progress callback that no pickle can carry: it holds an open text file.
+
+    A progress callback that no pickle can carry: it holds an open text file, as the CLI's
+    holds sys.stderr (and a lambda would do too).
+    """
 
     def __init__(self, stream: io.TextIOWrapper) -> None:
         self.stream = stream
@@ -171,9 +189,12 @@ class _Recorder:
 def test_any_progress_callable_is_called_here_as_if_read_here(
     logdir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A progress callable that cannot be pickled works with workers: each call a worker makes
+    """A progress callable that cannot be pickled works with workers.
+
+    A progress callable that cannot be pickled works with workers: each call a worker makes
     is made in this process, the same calls as a read in this process makes; a later reload
-    read here calls it too (workers' runs get it back). It was a TypeError or PicklingError."""
+    read here calls it too (workers' runs get it back). It was a TypeError or PicklingError.
+    """
     monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
     monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
     with (tmp_path / "notes.txt").open("w") as stream:
@@ -199,8 +220,11 @@ def test_any_progress_callable_is_called_here_as_if_read_here(
 def test_an_error_raised_by_progress_ends_the_read_with_that_error(
     logdir: Path, workers: int, error: Exception
 ) -> None:
-    """An error the progress callable raises (an OSError too: no worker died) is raised by the
-    reader, in this process or while workers read, and no worker is left running."""
+    """An error the progress callable raises is raised by the reader; no worker is left running.
+
+    An error the progress callable raises (an OSError too: no worker died) is raised by the
+    reader, in this process or while workers read, and no worker is left running.
+    """
 
     def progress(path: str, done: int, total: int) -> None:
         raise error

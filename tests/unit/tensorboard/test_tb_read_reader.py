@@ -211,9 +211,12 @@ def test_missing_path_raises_event_file_error(tmp_path: Path) -> None:
 def test_runs_read_by_worker_processes_equal_runs_read_here(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Six runs read by two forked workers give the same points, positions and warnings (a
+    """Six runs read by two forked workers give what a read in this process gives.
+
+    Six runs read by two forked workers give the same points, positions and warnings (a
     damaged record in one run, raised again here) as runs read in this process, and both
-    readers go on reading what is appended afterwards alike."""
+    readers go on reading what is appended afterwards alike.
+    """
     from stoker.tensorboard._read import parallel
     from stoker.tensorboard._read.run import RunData
 
@@ -274,8 +277,11 @@ def test_runs_read_by_worker_processes_equal_runs_read_here(
 def test_a_process_with_other_threads_reads_its_runs_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """While another thread runs, workers=2 forks nothing: a fork would copy that thread's
-    locks in whatever state they are; every run is read in this process."""
+    """While another thread runs, workers=2 forks nothing and reads every run in this process.
+
+    While another thread runs, workers=2 forks nothing: a fork would copy that thread's
+    locks in whatever state they are; every run is read in this process.
+    """
     import threading
 
     from stoker.tensorboard._read.run import RunData
@@ -310,7 +316,7 @@ def test_a_process_with_other_threads_reads_its_runs_itself(
 
 @pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
 def test_bad_worker_counts_are_refused(tmp_path: Path, workers: Any) -> None:
-    """workers must be an int >= 1 or None; the error names the value."""
+    """``workers`` must be an int >= 1 or None; the error names the value."""
     with SummaryWriter(str(tmp_path)) as writer:
         writer.add_scalar("loss", 1.0, 0)
     with pytest.raises(ValueError, match=f"workers must be an int >= 1 or None.*{workers!r}"):
@@ -320,8 +326,11 @@ def test_bad_worker_counts_are_refused(tmp_path: Path, workers: Any) -> None:
 def test_worker_count_follows_the_usable_cpus_where_affinity_is_unknown(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Without os.sched_getaffinity (macOS), a large log dir gets one worker per CPU; a small
-    one, or a single run, is read in-process."""
+    """Without os.sched_getaffinity (macOS), a large log dir gets one worker per CPU.
+
+    Without os.sched_getaffinity (macOS), a large log dir gets one worker per CPU; a small
+    one, or a single run, is read in-process.
+    """
     from stoker.tensorboard._read import parallel
     from stoker.tensorboard._read.run import RunData
 
@@ -356,7 +365,7 @@ def _set_progress(file: Path, progress: Any) -> None:
 def test_a_progress_that_is_not_callable_is_refused(
     tmp_path: Path, progress: Any, give: Any
 ) -> None:
-    """progress must be a callable or None: a TypeError names the value, before any read."""
+    """``progress`` must be a callable or None: a TypeError names the value, before any read."""
     with SummaryWriter(str(tmp_path)) as writer:
         writer.add_scalar("loss", 1.0, 0)
     (file,) = tmp_path.iterdir()
@@ -395,9 +404,12 @@ def _remove_after_listing(monkeypatch: pytest.MonkeyPatch, remove: Any) -> None:
 def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, what: str
 ) -> None:
-    """An event file, or a whole run, removed between the listing and the read (in this
+    """An event file or run removed between listing and reading is one warning per file.
+
+    An event file, or a whole run, removed between the listing and the read (in this
     process or while workers read) is one warning per file; every other run and file is read,
-    and a run with no file left is not a run. It was an EventFileError, no run returned."""
+    and a run with no file left is not a run. It was an EventFileError, no run returned.
+    """
     import shutil
 
     from stoker.tensorboard._read import parallel
@@ -428,8 +440,11 @@ def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
 def test_a_file_removed_while_it_is_read_keeps_what_was_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    """A file removed after its first piece was read keeps that piece's points, says so in a
-    warning naming the offset reached, and the other runs are read; a later reload goes on."""
+    """A file removed after its first piece was read keeps that piece's points, with a warning.
+
+    A file removed after its first piece was read keeps that piece's points, says so in a
+    warning naming the offset reached, and the other runs are read; a later reload goes on.
+    """
     from stoker.tensorboard._read import files, parallel
     from stoker.tensorboard._read.run import RunData
 

@@ -420,8 +420,11 @@ def _framed(payloads: list[bytes]) -> tuple[bytes, list[int]]:
 def test_mutated_logs_raise_and_warn_only_what_the_reader_documents(
     worker: _Worker, corpus: list[bytes], data: st.DataObject
 ) -> None:
-    """Any mutation of a valid log: only EventFileError and CorruptRecordWarning, bounded
-    memory (no MemoryError under the address-space cap), an answer within the time cap."""
+    """Any mutation of a valid log: only documented errors, bounded memory, an answer in time.
+
+    Any mutation of a valid log: only EventFileError and CorruptRecordWarning, bounded
+    memory (no MemoryError under the address-space cap), an answer within the time cap.
+    """
     payloads = list(corpus)
     for _ in range(data.draw(st.integers(1, 4), label="records mutated")):
         index = data.draw(st.integers(0, len(payloads) - 1), label="record")
@@ -447,8 +450,11 @@ def test_mutated_logs_raise_and_warn_only_what_the_reader_documents(
     ],
 )
 def test_the_harness_sees_every_kind_of_failure(worker: _Worker, probe: str, seen: str) -> None:
-    """The child reports an undocumented exception, warning or MemoryError, and the parent a
-    hang: the fuzz test cannot pass by not looking."""
+    """The harness sees an undocumented exception, warning or MemoryError, and a hang.
+
+    The child reports an undocumented exception, warning or MemoryError, and the parent a
+    hang: the fuzz test cannot pass by not looking.
+    """
     verdict = worker.read(probe, time_cap=2.0)
     assert not verdict["ok"]
     assert seen in verdict["error"]

@@ -106,9 +106,12 @@ def test_text_and_hparams(tmp_path: Path) -> None:
 def test_scalars_read_in_blocks_equal_scalars_read_event_by_event(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Thousands of plain scalars (decoded as columns), with tensor-style scalars of the same
+    """Scalars decoded as columns, among other events, give what an event-by-event read gives.
+
+    Thousands of plain scalars (decoded as columns), with tensor-style scalars of the same
     tag, histograms and a restart purge between them, give exactly what reading every event
-    one by one gives: same points, same order, same purge."""
+    one by one gives: same points, same order, same purge.
+    """
     rng = np.random.default_rng(1)
     with SummaryWriter(str(tmp_path), max_queue=10_000) as writer:
         for step in range(3000):
@@ -149,8 +152,11 @@ def test_scalars_read_in_blocks_equal_scalars_read_event_by_event(
 
 
 def test_scalars_among_mostly_other_events_keep_their_order(tmp_path: Path) -> None:
-    """In a block that is mostly histograms, each scalar the block decoder found is taken in
-    file order between them, equal to EventAccumulator's points."""
+    """Scalars among histograms in a block are taken in file order, equal to EventAccumulator's.
+
+    In a block that is mostly histograms, each scalar the block decoder found is taken in
+    file order between them, equal to EventAccumulator's points.
+    """
     rng = np.random.default_rng(3)
     with SummaryWriter(str(tmp_path), max_queue=10_000) as writer:
         for step in range(300):

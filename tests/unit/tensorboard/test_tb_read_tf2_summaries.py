@@ -188,8 +188,11 @@ def test_v2_images_give_one_image_event_per_picture(tmp_path: Path, channels: in
 
 @pytest.mark.parametrize("labelled", [True, False])
 def test_v2_audio_gives_one_audio_event_per_clip(tmp_path: Path, labelled: bool) -> None:
-    """A ``[k, 2]`` (wav, label) tensor, or TensorBoard's ``[k]`` projection of it, yields k
-    AudioEvents with the WAV header's facts."""
+    """A ``[k, 2]`` (wav, label) tensor, or its ``[k]`` projection, yields k AudioEvents.
+
+    A ``[k, 2]`` (wav, label) tensor, or TensorBoard's ``[k]`` projection of it, yields k
+    AudioEvents with the WAV header's facts.
+    """
     rng = np.random.default_rng(7)
     clips = [rng.uniform(-1, 1, size=(50 + 10 * i, 2)).astype(np.float32) for i in range(3)]
     rows: list[Any] = [[_wav(clip, 16000), f"clip {i}".encode()] for i, clip in enumerate(clips)]
@@ -254,8 +257,11 @@ def test_any_plugin_tensor_is_converted_or_kept(
     strings: bool,
     seed: int,
 ) -> None:
-    """Random tensors under the three plugins never make the reader raise: each tag ends up
-    either under its plugin's kind or under tensors, never both."""
+    """Random tensors under the three plugins never make the reader raise.
+
+    Random tensors under the three plugins never make the reader raise: each tag ends up
+    either under its plugin's kind or under tensors, never both.
+    """
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.util import tensor_util
 
@@ -280,8 +286,11 @@ def test_any_plugin_tensor_is_converted_or_kept(
 
 
 def test_malformed_plugin_tensor_is_kept_and_reported_when_asked(tmp_path: Path) -> None:
-    """A histograms-plugin tensor whose bytes do not fit its shape loads without a warning,
-    stays a tensor, and tensors() raises EventFileError naming it."""
+    """A histograms-plugin tensor whose bytes do not fit its shape stays a tensor.
+
+    A histograms-plugin tensor whose bytes do not fit its shape loads without a warning,
+    stays a tensor, and tensors() raises EventFileError naming it.
+    """
     from tensorboard.compat.proto import summary_pb2
     from tensorboard.util import tensor_util
 

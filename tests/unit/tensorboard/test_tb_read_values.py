@@ -86,8 +86,11 @@ def _png_claiming(width: int, height: int) -> bytes:
 def test_image_claiming_more_pixels_than_its_bytes_hold_is_not_decoded(
     size: tuple[int, int],
 ) -> None:
-    """A 100-byte PNG claiming 81-3600 million pixels raises EventFileError before Pillow
-    allocates them (and Pillow's decompression-bomb warning never escapes)."""
+    """A PNG claiming 81-3600 million pixels raises EventFileError before Pillow allocates them.
+
+    A 100-byte PNG claiming 81-3600 million pixels raises EventFileError before Pillow
+    allocates them (and Pillow's decompression-bomb warning never escapes).
+    """
     from stoker.tensorboard import ImageEvent
 
     image = ImageEvent(1, 0.0, size[0], size[1], 3, _png_claiming(*size))

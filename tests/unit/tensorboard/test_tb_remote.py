@@ -147,9 +147,12 @@ def _hide_backend(monkeypatch: pytest.MonkeyPatch, protocol: str, module: str) -
 def test_a_missing_backend_hint_is_a_real_command(
     monkeypatch: pytest.MonkeyPatch, url: str, module: str, hint: str
 ) -> None:
-    """http:// names aiohttp, the package fsspec's HTTPFileSystem needs, in a pip command that
+    """http:// names aiohttp in a pip command that runs; an unknown protocol gets fsspec's hint.
+
+    http:// names aiohttp, the package fsspec's HTTPFileSystem needs, in a pip command that
     runs (it said "pip install the fsspec package for http://"); a protocol with no known
-    package passes on fsspec's own hint, which names it."""
+    package passes on fsspec's own hint, which names it.
+    """
     _hide_backend(monkeypatch, url.split("://", 1)[0], module)
     with pytest.raises(ImportError) as raised:
         _remote.filesystem(url)

@@ -330,8 +330,11 @@ def test_accumulators_list_the_same_tags_as_torch(tmp_path: Path, call: Call) ->
 
 
 def test_purge_step_writes_torchs_events_and_a_second_start(tmp_path: Path) -> None:
-    """With purge_step: file_version and SessionLog START at that step as torch writes them,
-    plus a second START so that the plugin loader, which skips a run's first START, purges too."""
+    """With purge_step: torch's file_version and START at that step, plus a second START.
+
+    With purge_step: file_version and SessionLog START at that step as torch writes them,
+    plus a second START so that the plugin loader, which skips a run's first START, purges too.
+    """
     torch_dir, stoker_dir = _write_both(tmp_path, lambda w: w.add_scalar("x", 1.0, 5), purge_step=5)
     theirs = load(torch_dir)["."]
     mine = load(stoker_dir)["."]

@@ -37,8 +37,11 @@ def test_outside_a_worker_it_is_none() -> None:
     ],
 )
 def test_every_worker_knows_its_id(loader_class: Any, kwargs: dict[str, Any], answers: str) -> None:
-    """In a stoker worker (process or thread) the answer is stoker's WorkerInfo, in a worker of
-    torch's own DataLoader torch's; each names the worker's id."""
+    """The answer is stoker's WorkerInfo in a stoker worker and torch's in a torch worker.
+
+    In a stoker worker (process or thread) the answer is stoker's WorkerInfo, in a worker of
+    torch's own DataLoader torch's; each names the worker's id.
+    """
     loader = loader_class(WhoAmI(), batch_size=None, num_workers=2, **kwargs)
     seen = list(loader)
     assert sorted(int(index) for index, _, _ in seen) == [0, 1, 2, 3]

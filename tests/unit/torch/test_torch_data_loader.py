@@ -40,8 +40,11 @@ def _torch_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_door_loader_is_a_torch_dataloader() -> None:
-    """isinstance(loader, torch.utils.data.DataLoader) holds (stoker.data's loader is not one),
-    and the samplers it builds are torch's kinds: RandomSampler inside torch's BatchSampler."""
+    """The door loader is a torch DataLoader and builds torch's kinds of samplers.
+
+    isinstance(loader, torch.utils.data.DataLoader) holds (stoker.data's loader is not one),
+    and the samplers it builds are torch's kinds: RandomSampler inside torch's BatchSampler.
+    """
     dataset = Samples("tensor_int")
     loader = door.DataLoader(dataset, batch_size=4, shuffle=True)
     assert isinstance(loader, torch_data.DataLoader)
@@ -72,11 +75,14 @@ class Stream(torch_data.IterableDataset[int]):
 
 
 def _lightning_reinstantiate(loader: Any, sampler: Any) -> Any:
-    """Rebuild ``loader`` around ``sampler`` as PyTorch Lightning 2.x does (its
+    """Rebuild ``loader`` around ``sampler`` as PyTorch Lightning 2.x does.
+
+    Rebuild ``loader`` around ``sampler`` as PyTorch Lightning 2.x does (its
     ``_get_dataloader_init_args_and_kwargs`` and ``_dataloader_init_kwargs_resolve_sampler``
     for a loader whose ``__init__`` was not wrapped): the public instance attributes that name
     ``__init__`` parameters and differ from their defaults become keyword arguments, the
-    sampler is replaced, and ``type(loader)(**kwargs)`` is called."""
+    sampler is replaced, and ``type(loader)(**kwargs)`` is called.
+    """
     if not isinstance(loader, torch_data.DataLoader):
         raise ValueError(f"The dataloader {loader} needs to subclass `torch.utils.data.DataLoader`")
     attrs = {k: v for k, v in vars(loader).items() if not k.startswith("_")}
@@ -103,9 +109,12 @@ def _lightning_reinstantiate(loader: Any, sampler: Any) -> Any:
 def test_lightning_style_reinstantiation_gives_a_stoker_loader_with_the_new_sampler(
     worker_type: str,
 ) -> None:
-    """A trainer's DistributedSampler injection rebuilds a door loader (stoker's engine, the
+    """A trainer's DistributedSampler injection rebuilds a door loader yielding the new shard.
+
+    A trainer's DistributedSampler injection rebuilds a door loader (stoker's engine, the
     same settings, worker_type kept) that yields exactly the new sampler's shard; the shuffle
-    check trainers make on loader.sampler sees a torch RandomSampler."""
+    check trainers make on loader.sampler sees a torch RandomSampler.
+    """
     dataset = Samples("tensor_int", length=12)
     loader = door.DataLoader(
         dataset, batch_size=3, shuffle=True, num_workers=2, worker_type=worker_type
@@ -126,9 +135,12 @@ def test_lightning_style_reinstantiation_gives_a_stoker_loader_with_the_new_samp
 @pytest.mark.parametrize("kwargs", WORKERS)
 @pytest.mark.parametrize("kind", SAMPLE_KINDS)
 def test_batches_are_exactly_torchs(kind: str, kwargs: dict[str, Any]) -> None:
-    """Batches equal torch's default_collate output: NumPy arrays, NumPy scalars and Python
+    """Batches equal torch's default_collate output.
+
+    Batches equal torch's default_collate output: NumPy arrays, NumPy scalars and Python
     numbers become tensors of torch's dtypes, strings and bytes stay lists, containers keep
-    their types (namedtuples, dicts, lists for tuples)."""
+    their types (namedtuples, dicts, lists for tuples).
+    """
     dataset = Samples(kind)
     ours = list(door.DataLoader(dataset, batch_size=4, **kwargs))
     theirs = list(torch_data.DataLoader(dataset, batch_size=4, **_torch_kwargs(kwargs)))
@@ -143,8 +155,11 @@ def test_batches_are_exactly_torchs(kind: str, kwargs: dict[str, Any]) -> None:
 def test_mnist_targets_are_tensors_and_one_element_batches_convert_to_int(
     kwargs: dict[str, Any],
 ) -> None:
-    """(tensor, int) samples give an int64 target tensor (target.to(device) works), and
-    int() of a one-element batch works as on torch's tensor."""
+    """(tensor, int) samples give an int64 target tensor; int() of a one-element batch works.
+
+    (tensor, int) samples give an int64 target tensor (target.to(device) works), and
+    int() of a one-element batch works as on torch's tensor.
+    """
     loader = door.DataLoader(Samples("tensor_int", length=5), batch_size=4, **kwargs)
     data, target = next(iter(loader))
     assert target.dtype == torch.int64
@@ -196,9 +211,12 @@ def _conversion(convert: Any, value: Any) -> Any:
 def test_the_doors_array_conversion_is_torchs_as_tensor(
     name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The door turns each NumPy leaf into a tensor by a shortcut (from_numpy for a writable
+    """The door's NumPy-to-tensor shortcut gives what as_tensor gives.
+
+    The door turns each NumPy leaf into a tensor by a shortcut (from_numpy for a writable
     array); the tensor, the memory it shares and the error are as_tensor's, and a read-only
-    array still goes through as_tensor, for its warning (torch gives it once a process)."""
+    array still goes through as_tensor, for its warning (torch gives it once a process).
+    """
     value = _ARRAYS[name]
     warnings.simplefilter("ignore")  # the read-only array's (this test's scope: pytest resets)
     assert _conversion(stoker_torch.as_tensor, value) == _conversion(torch.as_tensor, value)
@@ -225,9 +243,12 @@ def _slab_ranges() -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize("kind", ["numpy", "tensor_int"])
 def test_large_batches_are_tensors_on_the_shared_memory_slab_without_a_copy(kind: str) -> None:
-    """With process workers, a large batch of NumPy arrays or of tensors becomes a tensor whose
+    """With process workers, a large batch becomes a tensor on the slab it was collated into.
+
+    With process workers, a large batch of NumPy arrays or of tensors becomes a tensor whose
     memory is the slab the worker collated into (its address lies in a /dev/shm mapping of
-    stoker's), equal to torch's batch."""
+    stoker's), equal to torch's batch.
+    """
     dataset = Samples(kind, length=8, size=128)  # 16 KiB (uint8) or 64 KiB (float) per sample
     loader = door.DataLoader(dataset, batch_size=4, num_workers=1)
     batches = list(loader)
@@ -245,9 +266,12 @@ def test_large_batches_are_tensors_on_the_shared_memory_slab_without_a_copy(kind
 def test_after_manual_seed_order_worker_seeds_and_global_state_equal_torchs(
     kwargs: dict[str, Any],
 ) -> None:
-    """generator=None draws from torch's global generator as torch does: after
+    """generator=None draws from torch's global generator as torch does.
+
+    generator=None draws from torch's global generator as torch does: after
     torch.manual_seed(s) the shuffled batches, each worker's seed (and its random, NumPy and
-    torch draws, with process workers), and the state left for the program equal torch's."""
+    torch draws, with process workers), and the state left for the program equal torch's.
+    """
     threads = kwargs.get("worker_type") == "thread"  # they share the process's generators
 
     def run(module: Any, loader_kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
@@ -267,8 +291,11 @@ def test_after_manual_seed_order_worker_seeds_and_global_state_equal_torchs(
 
 @pytest.mark.parametrize("persistent", [False, True])
 def test_torch_generator_and_persistent_workers_follow_torch(persistent: bool) -> None:
-    """With a torch.Generator, and with persistent workers over two epochs (the base seed is
-    drawn once), the batches and worker draws equal torch's."""
+    """With a torch.Generator and persistent workers, batches and worker draws equal torch's.
+
+    With a torch.Generator, and with persistent workers over two epochs (the base seed is
+    drawn once), the batches and worker draws equal torch's.
+    """
 
     def run(module: Any) -> list[Any]:
         generator = torch.Generator().manual_seed(4)
@@ -299,8 +326,11 @@ def test_pin_memory_without_an_accelerator_warns_torchs_text_and_returns_tensors
 
 @pytest.mark.parametrize("kwargs", WORKERS)
 def test_state_dict_resumes_a_shuffled_torch_program_exactly(kwargs: dict[str, Any]) -> None:
-    """stoker's resume state works through the door: after k batches of a torch-seeded
-    shuffle, a fresh loader loaded with the state yields the same remaining batches."""
+    """Stoker's resume state works through the door.
+
+    Stoker's resume state works through the door: after k batches of a torch-seeded
+    shuffle, a fresh loader loaded with the state yields the same remaining batches.
+    """
     torch.manual_seed(2)
     loader = door.DataLoader(Samples("tensor_int", 20), batch_size=3, shuffle=True, **kwargs)
     iterator = iter(loader)
@@ -313,9 +343,11 @@ def test_state_dict_resumes_a_shuffled_torch_program_exactly(kwargs: dict[str, A
 
 
 def test_a_worker_failure_names_the_worker_and_index_with_torchs_words() -> None:
-    """A dataset error in a worker re-raises with its type, torch's "Caught ... in DataLoader
-    worker process" text and stoker's worker id and dataset index."""
+    """A dataset error in a worker re-raises with its type, torch's text and stoker's details.
 
+    A dataset error in a worker re-raises with its type, torch's "Caught ... in DataLoader
+    worker process" text and stoker's worker id and dataset index.
+    """
     loader = door.DataLoader(Failing(), batch_size=2, num_workers=1)
     with pytest.raises(KeyError, match="Caught KeyError in DataLoader worker process 0") as info:
         list(loader)
@@ -335,8 +367,11 @@ class Failing(torch_data.Dataset[int]):
 
 
 def test_attributes_torch_freezes_stay_frozen_and_the_others_take_effect() -> None:
-    """Setting batch_size after construction raises ValueError starting with torch's text;
-    collate_fn and num_workers may change between epochs, as in torch."""
+    """Setting batch_size later raises ValueError; collate_fn and num_workers may change.
+
+    Setting batch_size after construction raises ValueError starting with torch's text;
+    collate_fn and num_workers may change between epochs, as in torch.
+    """
     loader = door.DataLoader(Samples("numpy", 4), batch_size=2)
     with pytest.raises(
         ValueError, match=r"^batch_size attribute should not be set after DataLoader is initialized"

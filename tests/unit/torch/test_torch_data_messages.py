@@ -295,8 +295,11 @@ PAIRS = [
 
 @pytest.mark.parametrize(("case", "module"), PAIRS)
 def test_stoker_says_what_torch_says(case: Case, module: str) -> None:
-    """stoker raises (or warns) where torch does, with a subtype of torch's exception (or
-    warning category) whose message contains torch's message."""
+    """Stoker raises or warns where torch does, with a subtype and torch's message.
+
+    Stoker raises (or warns) where torch does, with a subtype of torch's exception (or
+    warning category) whose message contains torch's message.
+    """
     kind, theirs = _outcome(case.run, torch_data)
     ours_kind, ours = _outcome(case.run, MODULES[module])
     if kind == "raise":

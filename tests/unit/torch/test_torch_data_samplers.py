@@ -1,5 +1,8 @@
-"""Tests for stoker.torch.data's samplers: torch's classes by isinstance, torch's orders, stoker's
-resume state."""
+"""Tests for stoker.torch.data's samplers: torch's classes, torch's orders, stoker's state.
+
+Tests for stoker.torch.data's samplers: torch's classes by isinstance, torch's orders, stoker's
+resume state.
+"""
 
 from __future__ import annotations
 
@@ -27,8 +30,11 @@ MAKERS = {
 
 @pytest.mark.parametrize("name", sorted(MAKERS))
 def test_door_samplers_are_torchs_and_stokers(name: str) -> None:
-    """Each door sampler is an instance of torch's class of its name and of stoker's, and
-    iterates with stoker's code (torch's __iter__ never runs)."""
+    """Each door sampler is an instance of torch's class and of stoker's, and runs stoker's code.
+
+    Each door sampler is an instance of torch's class of its name and of stoker's, and
+    iterates with stoker's code (torch's __iter__ never runs).
+    """
     sampler = MAKERS[name](door, None)
     cls = name.split(" ", maxsplit=1)[0]
     assert isinstance(sampler, getattr(torch_data, cls))
@@ -40,8 +46,11 @@ def test_door_samplers_are_torchs_and_stokers(name: str) -> None:
 @pytest.mark.parametrize("seeded", ["manual_seed", "generator"])
 @pytest.mark.parametrize("name", sorted(MAKERS))
 def test_door_samplers_draw_torchs_orders(name: str, seeded: str) -> None:
-    """After torch.manual_seed (generator=None) or with a torch.Generator, two epochs of each
-    door sampler equal torch's, and torch's global generator ends in the same state."""
+    """Two seeded epochs of each door sampler equal torch's, leaving the global generator alike.
+
+    After torch.manual_seed (generator=None) or with a torch.Generator, two epochs of each
+    door sampler equal torch's, and torch's global generator ends in the same state.
+    """
 
     def epochs(module: Any) -> tuple[list[list[int]], list[int]]:
         torch.manual_seed(5)
@@ -60,7 +69,7 @@ def test_door_samplers_draw_torchs_orders(name: str, seeded: str) -> None:
 
 @pytest.mark.parametrize("name", ["RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"])
 def test_door_samplers_resume_from_a_state_mid_epoch(name: str) -> None:
-    """stoker's state_dict works on the door's samplers: the rest of the epoch comes back."""
+    """Stoker's state_dict works on the door's samplers: the rest of the epoch comes back."""
     torch.manual_seed(1)
     sampler = MAKERS[name](door, None)
     iterator = iter(sampler)

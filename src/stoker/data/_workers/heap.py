@@ -74,7 +74,7 @@ lookup in a fresh worker cost 0.5 ms of its first batch)."""
 
 
 def _mallopt() -> Callable[[int, int], int] | None:
-    """glibc's ``mallopt``, or None where malloc is not glibc's."""
+    """Return glibc's ``mallopt``, or None where malloc is not glibc's."""
     if not sys.platform.startswith("linux"):
         return None
     return _FOUND

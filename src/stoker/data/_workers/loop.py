@@ -78,8 +78,9 @@ def _start(
     first: bool,
     shared_seed: int | None,
 ) -> tuple[Fetcher | None, WorkerFailure | None]:
-    """Prepare the dataset for the epoch, run ``worker_init_fn`` and restore a saved state
-    (first epoch only), create the fetcher.
+    """Prepare the dataset for the epoch, then create the fetcher.
+
+    In between, run ``worker_init_fn`` and restore a saved state (first epoch only).
 
     Failures are captured, not raised: they answer every task of the epoch.
     """
@@ -109,8 +110,11 @@ def _start(
 
 
 def _state_getter(setup: WorkerSetup, dataset: Any) -> Callable[[], Any] | None:
-    """Return the IterableDataset replica's ``state_dict`` method, or None when it has none
-    that can be called without arguments (litdata's needs three: it is never called)."""
+    """Return the IterableDataset replica's ``state_dict`` method, or None.
+
+    None when it has none that can be called without arguments (litdata's needs three: it is
+    never called).
+    """
     if not setup.iterable:
         return None
     getter = getattr(dataset, "state_dict", None)

@@ -31,9 +31,12 @@ class WorkerPool(Protocol):
 
     @property
     def workers(self) -> list[Any]:
-        """What runs each worker, by worker id: its ``multiprocessing.Process`` (``is_alive()``,
-        ``pid``, ``exitcode``, ``join(timeout)``, ``terminate()``, ``kill()``) or its
-        ``threading.Thread`` (``is_alive()``, ``join(timeout)``); a new list each call."""
+        """What runs each worker, by worker id; a new list each call.
+
+        Its ``multiprocessing.Process`` (``is_alive()``, ``pid``, ``exitcode``,
+        ``join(timeout)``, ``terminate()``, ``kill()``) or its ``threading.Thread``
+        (``is_alive()``, ``join(timeout)``).
+        """
 
     def start(self) -> None:
         """Start the workers, in id order (once, before the first :meth:`receive`)."""
@@ -51,9 +54,11 @@ class WorkerPool(Protocol):
         """A worker process's exit code (negative: the signal), or None (running, a thread)."""
 
     def shutdown(self, *, wait: bool = True) -> None:
-        """Stop every worker within a few seconds; idempotent. ``wait=False``: every task is
-        answered, so return once the workers are past their last work and finish the
-        stopping in the background."""
+        """Stop every worker within a few seconds; idempotent.
+
+        ``wait=False``: every task is answered, so return once the workers are past their last
+        work and finish the stopping in the background.
+        """
 
     @property
     def bytes_inline(self) -> int:
@@ -74,8 +79,10 @@ class WorkerPool(Protocol):
 def make_pool(
     context: BaseContext | None, setups: list[WorkerSetup], worker_type: str = "process"
 ) -> WorkerPool:
-    """Make the pool for ``setups``, not started: threads, or processes with ``context`` (or
-    the default)."""
+    """Make the pool for ``setups``, not started.
+
+    Threads, or processes with ``context`` (or the default).
+    """
     if worker_type == "thread":
         return ThreadPool(setups)
     return ProcessPool(context or multiprocessing.get_context(), setups)

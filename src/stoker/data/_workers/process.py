@@ -52,7 +52,6 @@ import select
 import signal
 import threading
 import time
-import warnings
 from collections.abc import Callable
 from multiprocessing import connection
 from multiprocessing.context import BaseContext
@@ -60,6 +59,7 @@ from multiprocessing.reduction import ForkingPickler
 from typing import Any
 
 from stoker._system import describe_exit
+from stoker._warn import warn_at_caller
 from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._kinds import TypeAttributeError, TypePicklingError
@@ -129,8 +129,10 @@ class ProcessHost:
         start_watchdog(self._main_pid, self._parent_pid)
 
     def receive_raw(self) -> Any:
-        """Return the next message as sent (the setup, a task, a command), or STOP once the
-        main process is gone."""
+        """Return the next message as sent, or STOP once the main process is gone.
+
+        A message is the setup, a task or a command.
+        """
         while True:
             try:
                 if self._task_poll.poll(_PARENT_CHECK_MS):
@@ -313,9 +315,12 @@ class ProcessPool:
 
     @staticmethod
     def _picklable_error(context: BaseContext, err: Exception) -> TypeError:
-        """Warn torch's warning and return the error to raise: a TypeError that is also of
-        ``err``'s kind (torch re-raises ``err`` itself), with ``err``'s text first."""
-        warnings.warn(_PICKLE_WARNING, UserWarning, stacklevel=6)
+        """Warn torch's warning and return the error to raise.
+
+        The error is a TypeError that is also of ``err``'s kind (torch re-raises ``err``
+        itself), with ``err``'s text first.
+        """
+        warn_at_caller(_PICKLE_WARNING)
         method = context.get_start_method()
         kind: type[TypeError] = TypeError
         if isinstance(err, pickle.PicklingError):
@@ -450,9 +455,11 @@ class ProcessPool:
         return replies, sorted(dead)
 
     def _ready(self, timeout: float) -> list[Any]:
-        """Return the result pipes and sentinels that are readable (or hung up) within
-        ``timeout`` seconds, as :func:`multiprocessing.connection.wait` would, with one poll
-        object kept for the pool's life instead of a selector built for every wait."""
+        """Return the result pipes and sentinels readable (or hung up) within ``timeout`` s.
+
+        As :func:`multiprocessing.connection.wait` would, with one poll object kept for the
+        pool's life instead of a selector built for every wait.
+        """
         poller = self._poller
         if poller is None:
             poller = self._poller = select.poll()
@@ -487,8 +494,10 @@ class ProcessPool:
         return sum(reader.bytes_in_slabs for reader in self.readers)
 
     def batch_memory(self, worker_id: int) -> int:
-        """Bytes of worker ``worker_id``'s private memory that may serve its batches (see
-        :meth:`SlabReader.batch_memory`)."""
+        """Bytes of worker ``worker_id``'s private memory that may serve its batches.
+
+        See :meth:`SlabReader.batch_memory`.
+        """
         return self.readers[worker_id].batch_memory()
 
     @property
@@ -546,15 +555,19 @@ class ProcessPool:
         _REAPER.submit(self._finish, grace)
 
     def _finish(self, grace: float) -> None:
-        """Join the workers (see :meth:`_join_all`), then drop this process's mappings of
-        their slabs: the unmapping frees the slabs' pages, 10 ms for 8 image slabs here."""
+        """Join the workers (see :meth:`_join_all`), then drop this process's slab mappings.
+
+        The unmapping frees the slabs' pages, 10 ms for 8 image slabs here.
+        """
         self._join_all(grace)
         for reader in self.readers:
             reader.close()
 
     def _all_hung_up(self, grace: float) -> bool:
-        """Wait up to ``grace`` s until every worker has closed its result pipe or exited
-        (a process the worker forked may hold the pipe open; its exit then decides)."""
+        """Wait up to ``grace`` s until every worker has closed its result pipe or exited.
+
+        A process the worker forked may hold the pipe open; its exit then decides.
+        """
         if len(self.processes) != len(self.task_pipes):
             return False  # a worker never started
         waiting = select.poll()
@@ -579,8 +592,10 @@ class ProcessPool:
         return True
 
     def _join_all(self, grace: float) -> None:
-        """Join the workers within ``grace`` s, SIGTERM then SIGKILL those left, and unlink
-        the segment names of every one that ran."""
+        """Join the workers within ``grace`` s, SIGTERM then SIGKILL those left.
+
+        Then unlink the segment names of every one that ran.
+        """
         deadline = time.monotonic() + grace
         for process in self.processes:
             process.join(timeout=max(0.0, deadline - time.monotonic()))
@@ -648,8 +663,10 @@ class _Reaper:
                 self._lock.notify_all()
 
     def wait_idle(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s until every job submitted so far is done; say if so (the
-        main process's slab pages of a finished epoch are gone then)."""
+        """Wait up to ``timeout`` s until every job submitted so far is done; say if so.
+
+        The main process's slab pages of a finished epoch are gone then.
+        """
         with self._lock:
             return self._lock.wait_for(lambda: self._outstanding == 0, timeout)
 

@@ -136,8 +136,11 @@ class EpochSetup(Protocol):
         """Whether each epoch draws a seed shared by every copy of the dataset."""
 
     def prepare(self, dataset: Any, shared_seed: int | None, copy_id: int, copies: int) -> Any:
-        """Make ``dataset`` (copy ``copy_id`` of ``copies``: a worker, or the only one without
-        workers) ready for the epoch; return the dataset to iterate."""
+        """Make ``dataset`` ready for the epoch; return the dataset to iterate.
+
+        ``dataset`` is copy ``copy_id`` of ``copies``: a worker, or the only one without
+        workers.
+        """
 
 
 class WorkerSetup(NamedTuple):

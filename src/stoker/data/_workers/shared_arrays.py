@@ -390,8 +390,10 @@ def register_shared(cls: type, reduce: Callable[[Any], tuple[Any, ...]]) -> None
 
 
 def serves_every_process(cls: type) -> bool:
-    """Tell whether ``cls``'s multiprocessing pickle may go to any number of processes (while
-    its sender holds it: see the lifetime rule in the module docstring)."""
+    """Tell whether ``cls``'s multiprocessing pickle may go to any number of processes.
+
+    It may go to them while its sender holds it: see the lifetime rule in the module docstring.
+    """
     return cls in _every_process
 
 

@@ -94,8 +94,10 @@ def next_serial() -> int:
 
 
 def segment_pids(name: str) -> tuple[int, int] | None:
-    """Return the two pids in a segment name :func:`segment_name` made, or None for any other
-    string (another file, a path with ``/``)."""
+    """Return the two pids in a segment name :func:`segment_name` made, or None.
+
+    None for any other string (another file, a path with ``/``).
+    """
     match = _NAME.fullmatch(name)
     return None if match is None else (int(match[1]), int(match[2]))
 

@@ -125,8 +125,11 @@ def _round_up(size: int, granule: int) -> int:
 
 
 def array_bytes(obj: Any, depth: int = 0) -> int:
-    """Estimate the bytes of the NumPy arrays and plain CPU tensors in a batch (containers up
-    to 4 levels deep; a list longer than 64 counted as if the rest were like its first 64)."""
+    """Estimate the bytes of the NumPy arrays and plain CPU tensors in a batch.
+
+    Containers are looked into up to 4 levels deep; a list longer than 64 is counted as if the
+    rest were like its first 64.
+    """
     if type(obj) is np.ndarray:
         return int(obj.nbytes)
     if depth > 4:
@@ -341,8 +344,10 @@ class SlabWriter:
             self._finish_batch()
 
     def _turns_large(self, own: int) -> bool:
-        """Switch to slab mode when a batch of ``own`` array bytes reaches the threshold; say
-        whether it did."""
+        """Switch to slab mode when a batch of ``own`` array bytes reaches the threshold.
+
+        Say whether it did.
+        """
         size = int(own * self._share)
         if size < self.threshold:
             return False

@@ -37,8 +37,11 @@ _PAGE = 4096
 
 
 def _cost(payload: bytes) -> int:
-    """Pipe space a message may take: a pipe holds whole pages, and a large message's header
-    is written on its own, so count its bytes and header rounded up to pages, plus a page."""
+    """Pipe space a message may take.
+
+    A pipe holds whole pages, and a large message's header is written on its own, so count its
+    bytes and header rounded up to pages, plus a page.
+    """
     return (len(payload) + 16 + _PAGE - 1) // _PAGE * _PAGE + _PAGE
 
 

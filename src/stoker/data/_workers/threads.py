@@ -101,9 +101,12 @@ class ThreadHost:
         return info
 
     def prepare_collate(self, collate_fn: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """Keep ``collate_fn`` (batches are handed over as objects), noting each batch's array
-        bytes: from :data:`KEEP_HEAP_FROM` on, this process keeps about a batch of freed heap
-        for the next batch's samples (:func:`~stoker.data._workers.heap.keep_heap`)."""
+        """Keep ``collate_fn`` (batches are handed over as objects), noting each batch's bytes.
+
+        The bytes noted are the batch's array bytes: from :data:`KEEP_HEAP_FROM` on, this
+        process keeps about a batch of freed heap for the next batch's samples
+        (:func:`~stoker.data._workers.heap.keep_heap`).
+        """
 
         def collate_and_keep(batch: Any) -> Any:
             collated = collate_fn(batch)
@@ -222,8 +225,10 @@ class ThreadPool:
         return None
 
     def shutdown(self, grace: float = STOP_GRACE, *, wait: bool = True) -> None:
-        """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent
-        (``wait`` is for the pool interface: a thread's end costs nothing to wait for)."""
+        """Ask every thread to stop and wait up to ``grace`` seconds for them; idempotent.
+
+        ``wait`` is for the pool interface: a thread's end costs nothing to wait for.
+        """
         if self.closed:
             return
         self.closed = True

@@ -426,9 +426,12 @@ def next_header(buffer: bytes, start: int) -> int:
 def _walk_headers(
     buffer: bytes, pos: int, known: dict[int, int], limit: int
 ) -> tuple[list[int], list[int], int, bool]:
-    """Walk up to ``limit`` headers from ``pos`` in Python while they hold and their records
-    fit in the buffer; return the data starts and lengths, the stop, and whether it was
-    stopped by a record that does not pass (rather than by ``limit``)."""
+    """Walk up to ``limit`` headers from ``pos`` in Python; return where their records lie.
+
+    The walk goes on while the headers hold and their records fit in the buffer. Return the
+    data starts and lengths, the stop, and whether it was stopped by a record that does not
+    pass (rather than by ``limit``).
+    """
     unpack_header = _HEADER.unpack_from
     crc = masked_crc32c
     size = len(buffer)

@@ -393,8 +393,10 @@ class FilePosition(NamedTuple):
 
 
 class _ProgressError(Exception):
-    """An error the progress callback raised, carried out of the walk to be raised as itself
-    (an OSError it raises is not the file's)."""
+    """An error the progress callback raised, carried out of the walk to be raised as itself.
+
+    An OSError it raises is not the file's.
+    """
 
     def __init__(self, error: Exception) -> None:
         super().__init__(str(error))
@@ -561,8 +563,11 @@ class EventFileReader:
         self._progress = check_progress(progress)
 
     def __getstate__(self) -> dict[str, object]:
-        """Pickle the position, not the progress callback: a reader sent to another process
-        (a worker's run coming back) arrives without one, whatever the callback was."""
+        """Pickle the position, not the progress callback.
+
+        A reader sent to another process (a worker's run coming back) arrives without one,
+        whatever the callback was.
+        """
         state = dict(self.__dict__)
         state["_progress"] = None
         return state

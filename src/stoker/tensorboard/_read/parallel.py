@@ -94,8 +94,11 @@ class _Failed(NamedTuple):
 
 
 def worker_count(workers: int | None, runs: list[RunData]) -> int:
-    """How many processes read ``runs``: ``workers``, or for ``None`` one per core (at most
-    eight) when they hold :data:`PARALLEL_MIN_BYTES` or more, else 1."""
+    """How many processes read ``runs``.
+
+    ``workers``, or for ``None`` one per core (at most eight) when they hold
+    :data:`PARALLEL_MIN_BYTES` or more, else 1.
+    """
     forkable = "fork" in multiprocessing.get_all_start_methods()
     if len(runs) < 2 or threading.active_count() > 1 or not forkable:
         return 1
@@ -121,8 +124,9 @@ def pending_bytes(runs: list[RunData]) -> int:
 
 
 def load_runs(runs: list[RunData], workers: int) -> Generator[tuple[RunData, int], None, None]:
-    """Read every run, in ``workers`` processes; yield each loaded run and its record count
-    in the order given, re-raising its warnings first.
+    """Read every run, in ``workers`` processes; yield each loaded run and its record count.
+
+    The runs come in the order given, each run's warnings re-raised first.
 
     Raises:
         EventFileError: If a worker dies while it holds runs (naming it, how it ended and
@@ -184,8 +188,11 @@ def _read(index: int, run: RunData) -> _Loaded | _Failed:
 
 
 def _failure(index: int, err: Exception, caught: Caught) -> _Failed:
-    """The reply for ``err``: the error itself when it survives pickling, else a RuntimeError
-    naming its type and message."""
+    """The reply for ``err``.
+
+    The error itself when it survives pickling, else a RuntimeError naming its type and
+    message.
+    """
     trace = "".join(traceback.format_exception(err))
     try:
         pickle.loads(pickle.dumps(err))

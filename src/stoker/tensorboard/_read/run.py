@@ -108,8 +108,10 @@ class RunData:
         self._fast = ScalarFastPath()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle the points and positions, not the scalar path's cache (a worker's run
-        travels back to the reading process this way)."""
+        """Pickle the points and positions, not the scalar path's cache.
+
+        A worker's run travels back to the reading process this way.
+        """
         state = dict(self.__dict__)
         del state["_fast"]
         return state
@@ -141,8 +143,10 @@ class RunData:
         return count
 
     def _ingest(self, path: str, block: RecordBlock) -> None:
-        """Take a block's events in file order: runs of plain scalars as columns, the rest
-        one by one (a block of mostly other events entirely one by one)."""
+        """Take a block's events in file order: runs of plain scalars as columns.
+
+        The rest are taken one by one (a block of mostly other events entirely one by one).
+        """
         hits = self._fast.match_block(block)
         others = np.flatnonzero(~hits.hit)
         if others.size * _ONE_BY_ONE > len(block):

@@ -189,8 +189,11 @@ class SeriesRun(RunData):
         self._seen: dict[str, None] = {}  # every tag, in the order of its first value
 
     def series(self) -> dict[str, SeriesMetadata]:
-        """Return tag to metadata for every series that can be served (known data class), in
-        the order the tags first appear in the run's files, as TensorBoard lists them."""
+        """Return tag to metadata for every series that can be served (known data class).
+
+        The tags come in the order they first appear in the run's files, as TensorBoard lists
+        them.
+        """
         out = {}
         for tag in self._seen:
             metadata = self.metadata.get(tag)

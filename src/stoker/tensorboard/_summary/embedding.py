@@ -1,9 +1,9 @@
-"""Write the projector files of ``add_embedding``: tensors, metadata, sprite and config entry.
+r"""Write the projector files of ``add_embedding``: tensors, metadata, sprite and config entry.
 
 The layout is torch 2.13's (``writer.add_embedding`` and ``_embedding.py``), which the
 TensorBoard projector plugin reads:
 
-- ``<logdir>/<step:05>/<tag with %, / and \\ percent-encoded>/tensors.tsv``: one row per point,
+- ``<logdir>/<step:05>/<tag with %, / and \ percent-encoded>/tensors.tsv``: one row per point,
   each value as Python's ``str`` of the element, tab-separated.
 - ``metadata.tsv`` next to it: one label per line, or a header row and tab-joined columns.
 - ``sprite.png``: the label images tiled ceil(sqrt(N)) per row on a square canvas,
@@ -122,10 +122,10 @@ def _step_text(global_step: Any) -> str:
 
 
 def embedding_subdir(tag: str, global_step: Any = None) -> str:
-    """The embedding's directory relative to the log dir, with "/" separators.
+    r"""The embedding's directory relative to the log dir, with "/" separators.
 
     Args:
-        tag: Embedding name; ``%``, ``/`` and ``\\`` are percent-encoded.
+        tag: Embedding name; ``%``, ``/`` and ``\`` are percent-encoded.
         global_step: Step (None means 0), zero-padded to five digits.
 
     Returns:

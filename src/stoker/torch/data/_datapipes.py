@@ -55,8 +55,11 @@ class DataPipeEpoch(NamedTuple):
     rank: int
 
     def prepare(self, dataset: Any, shared_seed: int | None, copy_id: int, copies: int) -> Any:
-        """Seed the graph's random datapipes with ``shared_seed`` (an ``IterDataPipe``), then
-        give copy ``copy_id`` of ``copies`` its shard, as torch's loader does; return it."""
+        """Seed and shard ``dataset`` as torch's loader does; return it.
+
+        Seed the graph's random datapipes with ``shared_seed`` (an ``IterDataPipe``), then
+        give copy ``copy_id`` of ``copies`` its shard.
+        """
         if self.seeded and shared_seed is not None:
             shared_rng = torch.Generator()
             shared_rng.manual_seed(shared_seed)
@@ -71,8 +74,10 @@ class DataPipes:
     """The door's dataset adapter: torch's datapipes as torch's DataLoader takes them."""
 
     def adopt(self, dataset: Any, shuffle: bool | None) -> tuple[Any, bool | None]:
-        """Wrap a datapipe for pickling; an ``IterDataPipe``'s shuffle setting goes to its graph
-        (``shuffle`` is then used up). Other datasets are kept as they are."""
+        """Wrap a datapipe for pickling; other datasets are kept as they are.
+
+        An ``IterDataPipe``'s shuffle setting goes to its graph (``shuffle`` is then used up).
+        """
         if isinstance(dataset, torch_data.IterDataPipe):
             graph_settings.apply_shuffle_settings(dataset, shuffle=shuffle)
             return _IterDataPipeSerializationWrapper(dataset), None  # type: ignore[no-untyped-call]

@@ -93,7 +93,7 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
 
     @property
     def _dataset_kind(self) -> Any:
-        """torch's ``_DatasetKind`` of the dataset (read by code written against torch)."""
+        """Torch's ``_DatasetKind`` of the dataset (read by code written against torch)."""
         kinds = torch_dataloader._DatasetKind
         iterable = isinstance(
             self.dataset, (torch_data.IterableDataset, stoker_data.IterableDataset)
@@ -107,8 +107,11 @@ class DataLoader(stoker_data.DataLoader[T_co], torch_data.DataLoader[T_co]):  # 
         )
 
     def __len__(self) -> int:
-        """Number of batches, as torch counts them (``len(dataset)`` for an IterableDataset is
-        kept in ``_IterableDataset_len_called``, torch's attribute)."""
+        """Number of batches, as torch counts them.
+
+        ``len(dataset)`` for an IterableDataset is kept in ``_IterableDataset_len_called``,
+        torch's attribute.
+        """
         length = super().__len__()
         if self._dataset_kind == torch_dataloader._DatasetKind.Iterable:
             self._IterableDataset_len_called = len(self.dataset)
