@@ -17,8 +17,12 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 
-# The only module of the torch-free parts that may look at torch (DESIGN.md, decision 2).
-TORCH_BOUNDARY = {"stoker._torch"}
+# The only package of the torch-free parts that may look at torch (DESIGN.md, decision 2).
+TORCH_BOUNDARY = "stoker._torch"
+
+
+def _in_boundary(name: str) -> bool:
+    return name == TORCH_BOUNDARY or name.startswith(TORCH_BOUNDARY + ".")
 # The torch door imports torch by design; it is the one other place allowed to.
 TORCH_DOORS = ("stoker.torch",)
 # A string that names a torch module, as in sys.modules.get("torch") or "torch.utils.data".
@@ -126,7 +130,7 @@ def test_only_the_torch_boundary_names_torch() -> None:
     """
     offences = []
     for module in MODULES.values():
-        if module.name in TORCH_BOUNDARY or module.name.startswith(TORCH_DOORS):
+        if _in_boundary(module.name) or module.name.startswith(TORCH_DOORS):
             continue
         for node, base, _ in _imports(module):
             if base == "torch" or base.startswith("torch."):
@@ -148,13 +152,27 @@ def test_only_the_torch_boundary_names_torch() -> None:
 
 def test_the_boundary_check_sees_a_violation() -> None:
     """The torch check is not vacuous: the lookups the boundary itself makes are recognised."""
-    boundary = MODULES["stoker._torch"]
+    boundary = [module for name, module in MODULES.items() if _in_boundary(name)]
+    assert len(boundary) > 1, "stoker._torch is a package of modules, one concern each"
     lookups = [
         node
-        for node in ast.walk(boundary.tree)
+        for module in boundary
+        for node in ast.walk(module.tree)
         if isinstance(node, ast.Call) and any(_names_torch_module(arg) for arg in node.args)
     ]
     assert lookups, "stoker._torch looks torch up by name; the check should see it"
+
+
+def test_only_the_boundarys_facade_is_imported_from_outside_it() -> None:
+    """Outside ``stoker._torch`` code imports the facade, never one of the package's modules."""
+    offences = [
+        f"{_where(module, node)} imports {target}"
+        for module in MODULES.values()
+        if not _in_boundary(module.name)
+        for node, target in _targets(module)
+        if target.startswith(TORCH_BOUNDARY + ".")
+    ]
+    assert not offences, "\n".join(offences)
 
 
 def _graph() -> dict[str, set[str]]:

@@ -13,16 +13,14 @@ batches prove small go deeper: when the first whole batches arrive (the first re
 batches; with a split first batch, those after it), if they moved under
 :data:`AUTO_PREFETCH_BYTES` on average, every worker may run :data:`AUTO_PREFETCH` batches
 ahead, decided once per iterator. Deciding on arrival, not on delivery, keeps a worker that
-started first at work while a later one is still starting: decided once as many batches as
-workers had been yielded, the first worker of a fresh loader sat idle for 5-7 ms on the small
-workload of benchmarks/first_batch_bench.py, its two tasks done, waiting on the second
-worker's first batch. Small batches come so fast that a window of two per
-worker makes the loader wait on round trips (a reply, then the next task) rather than on work:
-with 2 workers on 2 cores, batches of 256 samples of 16 floats go from about 680k to 860k
-samples/s at 8 ahead and a few percent more at 16 (``benchmarks/loader_bench.py``), while the
-memory ahead stays under 1 MiB a worker. Which worker loads which batch, and so every batch and
-its order, does not change; only how far ahead the workers run. A ``prefetch_factor`` the user
-sets (2 included) is kept as given.
+started first at work while a later one is still starting (decided once as many batches as
+workers had been yielded, the first worker of a fresh loader sat idle, its tasks done, waiting
+on the second worker's first batch). Small batches come so fast that a window of two per
+worker makes the loader wait on round trips (a reply, then the next task) rather than on work;
+the figures, from ``benchmarks/loader_bench.py`` and ``benchmarks/first_batch_bench.py``, are
+in docs/design/data_loader.md, and the memory ahead stays under 1 MiB a worker. Which worker
+loads which batch, and so every batch and its order, does not change; only how far ahead the
+workers run. A ``prefetch_factor`` the user sets (2 included) is kept as given.
 
 With ``split_first_batch`` (map-style datasets, default collation, 2 or more workers), the
 first batch of each epoch goes out as one *share* per worker (task ids 0, -1, -2, ...): each
@@ -71,6 +69,7 @@ from stoker.data._plan import LoaderPlan
 from stoker.data._sample_rng import KeyedIndices
 from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
+from stoker.data._task_book import SplitBatch, TaskBook
 from stoker.data._workers import (
     BATCH,
     CHECK_INTERVAL,
@@ -265,12 +264,9 @@ class WorkerIter(LoaderIter):
     def _start_epoch(self) -> None:
         self._send_idx = 0
         self._rcvd_idx = 0
-        self._tasks: dict[int, tuple[int, Any]] = {}
+        self._book = TaskBook(self._num_workers)
         self._ready: dict[int, tuple[Status, Any, Meta]] = {}
-        # the shares of a split first batch: task id (0, then -1, -2, ...) -> reply, once in
-        self._shares: dict[int, tuple[Status, Any, Meta] | None] = {}
-        self._extra_shares = 0  # shares out besides task 0: the window counts a batch once
-        self._load = [0] * self._num_workers
+        self._first = SplitBatch()  # the shares of a split first batch, until all are in
         # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
         # was next, and workers whose replica had ended get no task.
         progress, count = self._progress, self._num_workers
@@ -278,15 +274,13 @@ class WorkerIter(LoaderIter):
         first = 0 if progress.last_worker is None else progress.last_worker + 1
         self._active = [w not in progress.exhausted for w in range(count)]
         self._cycle: Iterator[int] = itertools.cycle((first + i) % count for i in range(count))
-        self._window_held = False
         self._dispatch()
-        if self._shares:
+        if self._first.holds_window:
             # The first batch went out in shares, one per worker. The main process collates
             # them (a copy of the whole batch), and with the rest of the window sent the workers
             # would already be on the next batches, each core shared three ways: on the
             # JPEG workload of benchmarks/loader_bench.py that collation took 126 ms instead
             # of about 40. So the window fills once the first batch is collated.
-            self._window_held = True
             return
         self._fill_window()
 
@@ -298,7 +292,7 @@ class WorkerIter(LoaderIter):
         they average under :data:`AUTO_PREFETCH_BYTES` (see the module docstring); decided
         once per iterator.
         """
-        if self._window_held:
+        if self._first.holds_window:
             return  # shares of a split first batch: slices, not whole batches
         batches = sum(1 for _, reply in replies if reply.status is BATCH)
         if not batches:
@@ -316,15 +310,14 @@ class WorkerIter(LoaderIter):
         room = max(1, (self._prefetch_factor * self._num_workers) // active)
         for _ in range(self._num_workers):
             worker_id = next(self._cycle)
-            if self._active[worker_id] and (self._in_order or self._load[worker_id] < room):
+            if self._active[worker_id] and (self._in_order or self._book.load(worker_id) < room):
                 return worker_id
         candidates = [w for w in range(self._num_workers) if self._active[w]]
-        return min(candidates, key=self._load.__getitem__)
+        return min(candidates, key=self._book.load)
 
     def _dispatch(self) -> bool:
         """Send the next task if the window has room; say whether one went out."""
-        out = len(self._tasks) - self._extra_shares
-        if self._closed or out >= self._prefetch_factor * self._num_workers:
+        if self._closed or self._book.outstanding >= self._prefetch_factor * self._num_workers:
             return False
         worker_id = self._pick_worker()
         if worker_id is None:
@@ -338,8 +331,7 @@ class WorkerIter(LoaderIter):
             self._send_idx += 1
             return True
         self._pool.send(worker_id, Task(task_id, index))
-        self._tasks[task_id] = (worker_id, index)
-        self._load[worker_id] += 1
+        self._book.add(task_id, worker_id, index)
         self._send_idx += 1
         return True
 
@@ -352,19 +344,14 @@ class WorkerIter(LoaderIter):
         """
         if type(index) not in (list, KeyedIndices) or len(index) < 2:
             return False
-        parts = min(self._num_workers, len(index))
         key = getattr(index, "key", None)
-        whole = len(index)
-        for part in range(parts):
-            piece = list(index[part * whole // parts : (part + 1) * whole // parts])
-            share = piece if key is None else KeyedIndices(piece, key)
-            worker_id = (first_worker + part) % self._num_workers
-            task_id = -part
-            self._pool.send(worker_id, Task(task_id, share, whole=whole))
-            self._tasks[task_id] = (worker_id, share)
-            self._load[worker_id] += 1
-            self._shares[task_id] = None
-        self._extra_shares = parts - 1
+        sent = []
+        for task_id, worker_id, piece in SplitBatch.shares(index, first_worker, self._num_workers):
+            share = list(piece) if key is None else KeyedIndices(list(piece), key)
+            self._pool.send(worker_id, Task(task_id, share, whole=len(index)))
+            self._book.add(task_id, worker_id, share)
+            sent.append(task_id)
+        self._first.expect(sent)
         return True
 
     def _join_shares(self, task_id: int, status: Status, payload: Any, meta: Meta) -> None:
@@ -373,16 +360,11 @@ class WorkerIter(LoaderIter):
         The batch is uncollated (:meth:`_deliver` collates it); the first failed share stands
         for the batch.
         """
-        self._shares[task_id] = (status, payload, meta)
         if task_id != 0:
-            worker_id, _ = self._tasks.pop(task_id)
-            self._load[worker_id] -= 1
-            self._extra_shares -= 1
-        replies = [self._shares[-part] for part in range(len(self._shares))]
-        if any(reply is None for reply in replies):
+            self._book.pop(task_id)  # share 0 stands for the batch until it is delivered
+        done = self._first.join(task_id, (status, payload, meta))
+        if done is None:
             return
-        self._shares = {}
-        done = [reply for reply in replies if reply is not None]
         failed = [reply for reply in done if reply[0] is FAILED]
         if failed:
             self._ready[0] = failed[0]
@@ -393,13 +375,13 @@ class WorkerIter(LoaderIter):
     def _next_data(self) -> Any:
         while True:
             if self._in_order:
-                while self._rcvd_idx < self._send_idx and self._rcvd_idx not in self._tasks:
+                while self._rcvd_idx < self._send_idx and self._rcvd_idx not in self._book:
                     self._rcvd_idx += 1
                 if self._rcvd_idx in self._ready:
                     return self._deliver(self._rcvd_idx)
             elif self._ready:
                 return self._deliver(next(iter(self._ready)))
-            if not self._tasks:
+            if not self._book:
                 if not self._persistent:
                     self._pool.shutdown(wait=False)  # every task answered: no teardown wait
                     self.close()
@@ -408,8 +390,7 @@ class WorkerIter(LoaderIter):
 
     def _deliver(self, task_id: int) -> Any:
         status, payload, meta = self._ready.pop(task_id)
-        worker_id, _ = self._tasks.pop(task_id)
-        self._load[worker_id] -= 1
+        worker_id, _ = self._book.pop(task_id)
         if self._in_order:
             self._rcvd_idx = task_id + 1
         progress = self._progress
@@ -433,9 +414,8 @@ class WorkerIter(LoaderIter):
         self._apply_pending_state(worker_id)
         self._stats.batches_served += 1
         self._stats.memory.on_batch(worker_id, stacklevel=4)  # the caller of next(iterator)
-        if self._window_held:  # a split first batch: the rest of the window once collated
-            self._window_held = False
-            try:
+        if self._first.release_window():  # a split first batch: the rest of the window once
+            try:  # it is collated
                 return self._batch_of(status, payload)
             finally:
                 self._fill_window()
@@ -456,23 +436,20 @@ class WorkerIter(LoaderIter):
 
     def _apply_pending_state(self, worker_id: int) -> None:
         """Record an exhausted worker's final state once none of its batches is waiting."""
-        if worker_id in self._pending_state and not any(
-            owner == worker_id for owner, _ in self._tasks.values()
-        ):
+        if worker_id in self._pending_state and not self._book.holds_any(worker_id):
             self._progress.worker_states[worker_id] = self._pending_state.pop(worker_id)
             self._progress.exhausted.add(worker_id)
 
     def _handle_reply(self, worker_id: int, reply: Reply) -> None:
         task_id, status, payload, meta = reply
         self._stats.add_busy(worker_id, meta.busy)
-        if task_id not in self._tasks:
+        if task_id not in self._book:
             return
-        if task_id in self._shares:
+        if task_id in self._first:
             self._join_shares(task_id, status, payload, meta)
         elif status is EXHAUSTED:
             self._active[worker_id] = False
-            del self._tasks[task_id]
-            self._load[worker_id] -= 1
+            self._book.pop(task_id)
             if meta.worker_state is not NO_STATE:
                 self._pending_state[worker_id] = meta.worker_state
                 self._apply_pending_state(worker_id)
@@ -514,11 +491,7 @@ class WorkerIter(LoaderIter):
         return self._pool.bytes_inline + self._pool.bytes_in_slabs
 
     def _held(self, worker_id: int) -> list[tuple[int, Any]]:
-        return [
-            (max(task_id, 0), index)  # a share of the split first batch is part of batch 0
-            for task_id, (owner, index) in self._tasks.items()
-            if owner == worker_id and task_id not in self._ready
-        ]
+        return self._book.held_by(worker_id, self._ready)
 
     def _fail_dead(self, dead: list[int]) -> None:
         lines = []
@@ -563,13 +536,13 @@ class WorkerIter(LoaderIter):
         )
 
     def _fail_timeout(self) -> None:
-        if self._in_order and self._rcvd_idx in self._tasks:
-            worker_id = self._tasks[self._rcvd_idx][0]
+        if self._in_order and self._rcvd_idx in self._book:
+            worker_id = self._book.holder(self._rcvd_idx)
             what = (
                 f"batch {self._rcvd_idx} from worker {worker_id} (pid {self._pool.pids[worker_id]})"
             )
         else:
-            what = f"any of {len(self._tasks)} outstanding batches"
+            what = f"any of {self._book.outstanding} outstanding batches"
         raise RuntimeError(
             f"DataLoader timed out after {self._timeout} seconds (timeout={self._timeout!r}) "
             f"waiting for {what}; raise timeout, or pass timeout=0 to wait without a limit"

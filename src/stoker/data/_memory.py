@@ -9,7 +9,7 @@ batch it reads the worker's private memory (USS: ``Private_Clean + Private_Dirty
 batch is yielded (never per batch), it reads every worker's again. The reading for a worker's
 first batch is taken when the next batch is delivered (or the stats are asked for), not before
 that first batch reaches the caller: a fresh loader's first batch waits on no ``/proc`` read
-(one costs 0.5-10 ms, more in a process holding torch). When the growth summed over
+(each is milliseconds, more in a process holding torch). When the growth summed over
 the workers passes the threshold (``STOKER_DATA_COPY_WARN_MIB``, default
 :data:`DEFAULT_WARN_MIB`), it warns once per loader with :class:`DatasetCopyWarning`, which names
 the cause and the fixes. Without ``/proc`` every figure is None and it never warns.

@@ -4,10 +4,10 @@ A worker builds one batch's samples, copies them into the batch, frees them, the
 next batch's. With glibc's defaults the freed memory goes back to the kernel: the top of the
 heap is trimmed once it exceeds the trim threshold, and blocks above the mmap threshold get a
 mapping of their own that ``free`` unmaps. The next batch's samples then land on pages the
-kernel must map and zero again. On the JPEG workload of ``benchmarks/loader_bench.py`` (a
-602 KB float32 image per sample, batches of 64) that is 147 page faults per sample and about
-0.4 s of system CPU per 1,000 samples, 10% of the work, which a plain loop that happens to hold
-one batch's samples while it builds the next does not pay.
+kernel must map and zero again: on batches of large samples (the JPEG workload of
+``benchmarks/loader_bench.py``) a cost in page faults and system CPU, measured in
+docs/design/shared_memory.md, that a plain loop which happens to hold one batch's samples
+while it builds the next does not pay.
 
 :func:`keep_heap` tunes malloc so that about one batch of freed memory stays in the heap:
 

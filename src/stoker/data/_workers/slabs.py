@@ -28,9 +28,9 @@ worker's batches come slowly enough that mapping the pages back costs little
 slabs it cycles through (pages it shares with the workers: one copy of memory, counted in both
 processes' RSS), and never the ones left over once the user freed batches it had held.
 Dropping every slab at its release cost more than its copy in a fast pipeline: the pages came
-back, 16 at a time, when the next batch in it was read (149 faults for a 9.6 MB batch), and the
-batch rate of ``benchmarks/loader_bench.py --copy-split`` with a consumer reading its batches
-fell by 40%.
+back, 16 at a time, when the next batch in it was read, and a consumer reading its batches got
+them markedly slower (``benchmarks/loader_bench.py --copy-split``; the figures are in
+docs/design/shared_memory.md).
 
 When the user keeps batches alive, the free list is empty
 and the worker creates another slab: the pool grows to what the user holds.
