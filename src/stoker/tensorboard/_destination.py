@@ -30,9 +30,12 @@ import tempfile
 import threading
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from stoker.tensorboard._remote import filesystem, is_url, local_path
+from stoker.tensorboard._names import unique_subdir
+from stoker.tensorboard._remote import check_storage_options, filesystem, is_url, local_path
+from stoker.tensorboard._rotate import Rotation
 
 __all__ = ["Destination", "LocalDestination", "RemoteDestination", "make_destination"]
 
@@ -45,9 +48,17 @@ class Destination(Protocol):
     """Where a writer's event files are created and what happens to them once closed."""
 
     logdir: str
+    remote: bool
+    """Whether the log dir is a URL (files staged here, uploaded when closed)."""
 
     def directory(self) -> str:
         """The local directory to create event files in."""
+
+    def subrun(self, name: str) -> str:
+        """The path or URL of the sub-run ``name`` of this log dir (nothing created)."""
+
+    def new_subrun(self, name: str) -> str:
+        """Claim a sub-run named ``name`` (or ``name-1``...) that no other writer has."""
 
     def file_closed(self, path: str, *, empty: bool) -> None:
         """Take a closed event file; ``empty``: it holds only its version record."""
@@ -62,6 +73,8 @@ class Destination(Protocol):
 class LocalDestination:
     """A local log dir: files are created in it and stay there."""
 
+    remote = False
+
     def __init__(self, logdir: str) -> None:
         """Remember the directory."""
         self.logdir = logdir
@@ -69,6 +82,14 @@ class LocalDestination:
     def directory(self) -> str:
         """The log dir itself."""
         return self.logdir
+
+    def subrun(self, name: str) -> str:
+        """``logdir/name``."""
+        return os.path.join(self.logdir, name)
+
+    def new_subrun(self, name: str) -> str:
+        """Create ``logdir/name`` (or the first free ``name-1``...) with an atomic ``mkdir``."""
+        return unique_subdir(self.logdir, name, local=True)
 
     def file_closed(self, path: str, *, empty: bool) -> None:
         """Nothing to do: the file is already where it belongs."""
@@ -98,12 +119,7 @@ class RemoteDestination:
         storage_options: Mapping[str, Any] | None = None,
         staging_dir: str | os.PathLike[str] | None = None,
     ) -> None:
-        """Resolve the filesystem; create nothing yet."""
-        if staging_dir is not None and not isinstance(staging_dir, (str, os.PathLike)):
-            raise TypeError(
-                f"staging_dir must be a directory path or None, got {staging_dir!r}; pass e.g. "
-                "'/local/scratch'"
-            )
+        """Resolve the filesystem; create nothing yet (the options are :class:`FileOptions`')."""
         self.logdir = url.rstrip("/")
         self._fs, self._root = filesystem(url, storage_options)
         self._options = dict(storage_options or {})
@@ -118,6 +134,16 @@ class RemoteDestination:
         self._lock = threading.Lock()
         self._failed: list[tuple[str, BaseException]] = []
         self.uploaded: list[str] = []
+
+    remote = True
+
+    def subrun(self, name: str) -> str:
+        """``url/name``."""
+        return f"{self.logdir}/{name}"
+
+    def new_subrun(self, name: str) -> str:
+        """``url/name``: a store has no atomic mkdir, and event file names are unique anyway."""
+        return unique_subdir(self.logdir, name, local=False)
 
     def _filesystem(self) -> Any:
         if self._fs is None:
@@ -256,6 +282,52 @@ class RemoteDestination:
         fs.invalidate_cache(path)
         old = bytes(fs.cat_file(path)) if fs.isfile(path) else b""
         fs.pipe_file(path, old + data)
+
+
+@dataclass(frozen=True)
+class FileOptions:
+    """The file options a writer passes to every writer of its run, checked when made.
+
+    Attributes:
+        max_file_bytes: rotate an event file at this size (None: the log dir's default, 0: no
+            limit); see :class:`~stoker.tensorboard._rotate.Rotation`.
+        max_file_secs: rotate an event file at this age, the same way.
+        storage_options: fsspec filesystem options of a URL log dir (None for a path).
+        staging_dir: the parent of a URL log dir's local staging directory (None: the
+            temp directory).
+
+    Raises:
+        TypeError, ValueError: for a bad value, naming it and what would do.
+    """
+
+    max_file_bytes: float | None = None
+    max_file_secs: float | None = None
+    storage_options: Mapping[str, Any] | None = None
+    staging_dir: str | os.PathLike[str] | None = None
+
+    def __post_init__(self) -> None:
+        """Check every option now, before any file or store is touched."""
+        Rotation.from_options(self.max_file_bytes, self.max_file_secs, remote=False)
+        check_storage_options(self.storage_options)
+        if self.staging_dir is not None and not isinstance(self.staging_dir, (str, os.PathLike)):
+            raise TypeError(
+                f"staging_dir must be a directory path or None, got {self.staging_dir!r}; pass "
+                "e.g. '/local/scratch'"
+            )
+
+    def keywords(self) -> dict[str, Any]:
+        """The options as the writers' keyword arguments (``FileWriter(..., **keywords)``)."""
+        return {field.name: getattr(self, field.name) for field in fields(self)}
+
+    def destination(self, logdir: str) -> Destination:
+        """Where ``logdir``'s files go: local, or staged and uploaded for a URL."""
+        return make_destination(logdir, self.storage_options, self.staging_dir)
+
+    def rotation(self, destination: Destination) -> Rotation:
+        """When ``destination``'s files rotate: these limits, else its kind's defaults."""
+        return Rotation.from_options(
+            self.max_file_bytes, self.max_file_secs, remote=destination.remote
+        )
 
 
 def make_destination(

@@ -41,11 +41,12 @@ import time
 from collections.abc import Callable
 
 from stoker.tensorboard._destination import Destination, LocalDestination
+from stoker.tensorboard._names import create_event_file
 from stoker.tensorboard._process_hooks import track, untrack
 from stoker.tensorboard._proto import file_version_event, frame, frame_many
-from stoker.tensorboard._rotate import Rotation, create_event_file
+from stoker.tensorboard._rotate import Rotation
 
-__all__ = ["FileState"]
+__all__ = ["EventFiles"]
 
 _BACKLOG_EVENTS_PER_SLOT = 256
 _BACKLOG_BYTES = 64 << 20
@@ -55,8 +56,12 @@ _DEFAULT_TIMEOUT = 300.0
 _SYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 
-class FileState:
-    """Everything the writer thread touches; kept apart so that the public object can be freed."""
+class EventFiles:
+    """A writer's event files: the open one, its queue, its thread, and when to rotate.
+
+    Everything the writer thread touches, kept apart from the public writer object so that
+    the public object can be freed (its finalizer then closes these).
+    """
 
     def __init__(
         self,

@@ -3,7 +3,7 @@
 :class:`EventFileWriter` is the handle on one writer's event files: it validates the options,
 picks the destination (the log dir itself, or a staging directory uploaded to a URL log dir)
 and closes the files when it is garbage-collected or at exit; the queue, the writer thread and
-rotation are ``_event_file.FileState``'s. :class:`FileWriter` is torch's writer of ``Event``
+rotation are ``_event_file.EventFiles``'s. :class:`FileWriter` is torch's writer of ``Event``
 and ``Summary`` messages over it. Messages may be given as encoded ``bytes``, as message dicts
 (see ``_proto.messages``), or as protobuf objects from the ``tensorboard`` package (anything
 with ``SerializeToString``), so code written for ``torch.utils.tensorboard.FileWriter`` keeps
@@ -12,16 +12,14 @@ working.
 
 from __future__ import annotations
 
-import operator
 import os
-import time
 import weakref
 from collections.abc import Mapping
 from typing import Any
 
 from stoker._checks import check_int
-from stoker.tensorboard._destination import Destination, make_destination
-from stoker.tensorboard._event_file import FileState
+from stoker.tensorboard._destination import Destination, FileOptions
+from stoker.tensorboard._event_file import EventFiles
 from stoker.tensorboard._process_hooks import close_quietly
 from stoker.tensorboard._proto import (
     EVENT,
@@ -32,18 +30,9 @@ from stoker.tensorboard._proto import (
     event_bytes,
     set_time_and_step,
 )
-from stoker.tensorboard._remote import is_url
-from stoker.tensorboard._rotate import Rotation
+from stoker.tensorboard._summary import check_step, check_walltime
 
-__all__ = [
-    "STEP_MAX",
-    "STEP_MIN",
-    "EventFileWriter",
-    "FileWriter",
-    "check_step",
-    "check_walltime",
-    "message_bytes",
-]
+__all__ = ["EventFileWriter", "FileWriter", "message_bytes"]
 
 
 def message_bytes(message: Any, kind: MessageType, name: str) -> bytes:
@@ -61,56 +50,6 @@ def message_bytes(message: Any, kind: MessageType, name: str) -> bytes:
         f"{name} must be encoded bytes, a dict of {kind.name} fields or a protobuf message, "
         f"got {message!r}"
     )
-
-
-STEP_MIN = -(1 << 63)
-"""The smallest step an ``Event`` holds (its ``step`` is an int64)."""
-STEP_MAX = (1 << 63) - 1
-"""The largest step an ``Event`` holds."""
-
-
-def check_step(step: Any, name: str = "global_step") -> int | None:
-    """Return ``step`` as an int (or ``None``), accepting NumPy and torch integers.
-
-    Raises:
-        TypeError: If it is not an integer.
-        ValueError: If it is outside int64, which ``Event.step`` is (torch raises too).
-    """
-    if step is None:
-        return None
-    number = step if type(step) is int else _step_int(step, name)
-    if not STEP_MIN <= number <= STEP_MAX:
-        raise ValueError(
-            f"Value out of range: {number}; {name} must be an int in [-2**63, 2**63 - 1] "
-            f"(an Event's step is an int64), got {number!r}; pass a smaller step"
-        )
-    return number
-
-
-def _step_int(step: Any, name: str) -> int:
-    try:
-        return operator.index(step)
-    except TypeError:
-        pass
-    if hasattr(step, "item"):
-        item = step.item()
-        if isinstance(item, int) or (isinstance(item, float) and item.is_integer()):
-            return int(item)
-    if isinstance(step, float) and step.is_integer():
-        return int(step)
-    raise TypeError(f"{name} must be an int or None, got {step!r}; pass e.g. the epoch number")
-
-
-def check_walltime(walltime: Any) -> float:
-    """Return ``walltime`` as float seconds, or now when it is ``None``."""
-    if walltime is None:
-        return time.time()
-    if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
-        try:
-            return float(walltime)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"walltime must be a number of seconds, got {walltime!r}") from err
-    return float(walltime)
 
 
 class EventFileWriter:
@@ -154,10 +93,11 @@ class EventFileWriter:
         if not isinstance(filename_suffix, str):
             raise TypeError(f"filename_suffix must be a str, got {filename_suffix!r}")
         logdir = str(logdir)
-        rotation = Rotation.from_options(max_file_bytes, max_file_secs, remote=is_url(logdir))
-        dest = make_destination(logdir, storage_options, staging_dir)
+        options = FileOptions(max_file_bytes, max_file_secs, storage_options, staging_dir)
+        dest = options.destination(logdir)
+        rotation = options.rotation(dest)
         interval = min(float(flush_interval), float(flush_secs))
-        self._state = FileState(
+        self._state = EventFiles(
             dest, queue_size, flush_secs, filename_suffix, interval, rotation=rotation
         )
         self._state.open()

@@ -41,7 +41,7 @@ _multiprocessing_hook_pid = 0
 
 
 class OpenFile(Protocol):
-    """What the hooks need of an open event file (``_event_file.FileState``)."""
+    """What the hooks need of an open event file (``_event_file.EventFiles``)."""
 
     path: str
     reopen_on_add: bool

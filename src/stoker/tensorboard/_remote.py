@@ -19,9 +19,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, BinaryIO, cast
 
-from stoker.tensorboard._rotate import is_event_file
+from stoker.tensorboard._names import is_event_file
 
 __all__ = [
+    "check_storage_options",
     "filesystem",
     "find_runs",
     "is_url",
@@ -83,6 +84,15 @@ def _import_fsspec(url: str) -> Any:
     return fsspec
 
 
+def check_storage_options(storage_options: object) -> None:
+    """Raise TypeError unless ``storage_options`` is a mapping of fsspec options or None."""
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise TypeError(
+            f"storage_options must be a dict of fsspec filesystem options or None, got "
+            f"{storage_options!r}; pass e.g. {{'endpoint_url': 'http://127.0.0.1:9000'}}"
+        )
+
+
 def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tuple[Any, str]:
     """Return the fsspec filesystem of ``url`` and the path inside it (no trailing slash).
 
@@ -95,11 +105,7 @@ def filesystem(url: str, storage_options: Mapping[str, Any] | None = None) -> tu
         ImportError: If fsspec or the protocol's package is missing, with what to install.
         TypeError: If ``storage_options`` is not a mapping.
     """
-    if storage_options is not None and not isinstance(storage_options, Mapping):
-        raise TypeError(
-            f"storage_options must be a dict of fsspec filesystem options or None, got "
-            f"{storage_options!r}; pass e.g. {{'endpoint_url': 'http://127.0.0.1:9000'}}"
-        )
+    check_storage_options(storage_options)
     fsspec = _import_fsspec(url)
     try:
         fs, path = fsspec.core.url_to_fs(url, **dict(storage_options or {}))

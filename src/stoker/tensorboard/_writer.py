@@ -18,17 +18,10 @@ from types import TracebackType
 from typing import Any
 
 import stoker.tensorboard._summary as summaries
-from stoker.tensorboard._destination import RemoteDestination
-from stoker.tensorboard._file_writer import (
-    STEP_MAX,
-    STEP_MIN,
-    FileWriter,
-    check_step,
-    check_walltime,
-)
+from stoker.tensorboard._destination import FileOptions, RemoteDestination
+from stoker.tensorboard._file_writer import FileWriter
 from stoker.tensorboard._proto import event_bytes
-from stoker.tensorboard._remote import is_url, join
-from stoker.tensorboard._rotate import unique_subdir
+from stoker.tensorboard._summary import STEP_MAX, STEP_MIN, check_step, check_walltime
 
 __all__ = ["SummaryWriter"]
 
@@ -102,12 +95,9 @@ class SummaryWriter:
         self.max_queue = max_queue
         self.flush_secs = flush_secs
         self.filename_suffix = filename_suffix
-        self._file_options: dict[str, Any] = {
-            "max_file_bytes": max_file_bytes,
-            "max_file_secs": max_file_secs,
-            "storage_options": storage_options,
-            "staging_dir": staging_dir,
-        }
+        self._file_options = FileOptions(
+            max_file_bytes, max_file_secs, storage_options, staging_dir
+        )
         self.file_writer: FileWriter | None = None
         self.all_writers: dict[str, FileWriter] | None = None
         self._closed_main: FileWriter | None = None
@@ -139,7 +129,11 @@ class SummaryWriter:
             closed.reopen()
             return closed
         return FileWriter(
-            log_dir, self.max_queue, self.flush_secs, self.filename_suffix, **self._file_options
+            log_dir,
+            self.max_queue,
+            self.flush_secs,
+            self.filename_suffix,
+            **self._file_options.keywords(),
         )
 
     def _add_summary(self, summary: bytes, global_step: Any, walltime: Any) -> None:
@@ -177,12 +171,12 @@ class SummaryWriter:
         if same_run:
             target: SummaryWriter = self
         else:
-            logdir = self._get_file_writer().get_logdir()
+            destination = self._get_file_writer().event_writer.destination
             if run_name:
-                subrun = join(logdir, run_name)
+                subrun = destination.subrun(run_name)
             else:
-                subrun = unique_subdir(logdir, str(time.time()), local=not is_url(logdir))
-            target = SummaryWriter(log_dir=subrun, **self._file_options)
+                subrun = destination.new_subrun(str(time.time()))
+            target = SummaryWriter(log_dir=subrun, **self._file_options.keywords())
         try:
             for summary in (experiment, start, end):
                 target._add_summary(summary, global_step, None)

@@ -32,7 +32,6 @@ Memory stays bounded by the window plus the largest *valid* record, whatever a h
 from __future__ import annotations
 
 import os
-import stat
 import warnings
 from collections.abc import Callable, Iterator
 from typing import BinaryIO, NamedTuple
@@ -49,9 +48,7 @@ from stoker.tensorboard._proto import (
     single_block,
 )
 from stoker.tensorboard._read.errors import CorruptRecordWarning, EventFileError
-from stoker.tensorboard._remote import find_runs, is_url, open_binary
-from stoker.tensorboard._remote import stat as url_stat
-from stoker.tensorboard._rotate import is_event_file
+from stoker.tensorboard._read.stores import store_error, store_of
 
 __all__ = [
     "READ_PIECE_BYTES",
@@ -72,53 +69,11 @@ READ_PIECE_BYTES = 16 << 20
 """Bytes read and scanned at a time, so that memory stays bounded on huge files."""
 Progress = Callable[[str, int, int], None]
 """A progress callback: ``progress(path, bytes read so far, file size)``, after each window."""
-_KINDS = {
-    stat.S_IFIFO: "FIFO",
-    stat.S_IFSOCK: "socket",
-    stat.S_IFCHR: "character device",
-    stat.S_IFBLK: "block device",
-    stat.S_IFDIR: "directory",
-}
-_NOT_REGULAR = "event files are regular files"
 _CRC_CHUNK = 1 << 20  # a record longer than a window is checked this much at a time
-
-
-def _kind(mode: int) -> str:
-    return _KINDS.get(stat.S_IFMT(mode), "special file")
 
 
 def _warn(message: str) -> None:
     warnings.warn(message, CorruptRecordWarning, stacklevel=4)
-
-
-def store_error(url: str, err: BaseException) -> EventFileError:
-    """The reader's error for a store that cannot be used: the URL, the cause, the fix.
-
-    fsspec and its backends raise their own exception types (botocore's ``NoCredentialsError``,
-    aiohttp's connection errors, ``ValueError`` for an unknown protocol), so the cause is told
-    by type and name.
-    """
-    name = type(err).__name__
-    if isinstance(err, ImportError):
-        return EventFileError(str(err))
-    if isinstance(err, ValueError) and "protocol" in str(err).lower():
-        protocol = url.split("://", 1)[0]
-        fix = (
-            f"fsspec knows no {protocol}:// protocol; check the URL, or install the package that "
-            "provides it"
-        )
-    elif "credential" in name.lower() or "credential" in str(err).lower():
-        fix = (
-            "the store needs credentials: configure them (for s3://, AWS_PROFILE or "
-            "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)"
-        )
-    elif isinstance(err, PermissionError):
-        fix = "access was denied: check the credentials and the permissions on that path"
-    elif isinstance(err, FileNotFoundError):
-        fix = "check the spelling, or pass the directory given to SummaryWriter"
-    else:
-        fix = "check the URL and that the store is reachable from here"
-    return EventFileError(f"cannot read log dir {url!r}: {name}: {err}; {fix}")
 
 
 class FileRemovedError(EventFileError):
@@ -155,19 +110,6 @@ def check_progress(progress: object) -> Progress | None:
     return progress
 
 
-def _not_a_log(root: str, what: str) -> EventFileError:
-    return EventFileError(f"path must be an event file or a log directory, got {root!r}, {what}")
-
-
-def _missing(root: str) -> EventFileError:
-    reached = " or cannot be reached" if is_url(root) else ""
-    return _not_a_log(
-        root,
-        f"which does not exist{reached}; check the spelling or pass the directory given to "
-        "SummaryWriter",
-    )
-
-
 def check_root(root: str) -> None:
     """Check that ``root`` is a log directory or an event file that can be read.
 
@@ -178,48 +120,7 @@ def check_root(root: str) -> None:
         EventFileError: If it does not exist, is neither a directory nor a regular file, cannot
             be read, is not an event file, or (a URL) its store cannot be used.
     """
-    head = None
-    if is_url(root):
-        try:
-            if url_stat(root).get("type") != "file" or is_event_file(root):
-                return
-            with open_binary(root) as stream:
-                head = stream.read(HEADER_SIZE)
-        except FileNotFoundError as err:
-            raise _missing(root) from err
-        except Exception as err:  # any backend's error: reported with its cause
-            raise store_error(root, err) from err
-        _check_head(root, head)
-        return
-    try:
-        mode = os.stat(root).st_mode
-        if stat.S_ISREG(mode) and not is_event_file(root):
-            with _open_local(root) as stream:
-                head = stream.read(HEADER_SIZE)
-    except FileNotFoundError as err:
-        raise _missing(root) from err
-    except OSError as err:
-        raise EventFileError(
-            f"cannot read {root!r}: {err.strerror}; check its permissions"
-        ) from err
-    if not stat.S_ISDIR(mode) and not stat.S_ISREG(mode):
-        raise _not_a_log(root, f"a {_kind(mode)}; {_NOT_REGULAR}")
-    if head is not None:
-        _check_head(root, head)
-
-
-def _check_head(root: str, head: bytes) -> None:
-    """A file named without ``tfevents`` is an event file only if it starts with a header."""
-    if len(head) == HEADER_SIZE and masked_crc32c(head[:8]) == int.from_bytes(head[8:], "little"):
-        return
-    what = (
-        "a file that is not an event file (its name has no 'tfevents' and it does not start "
-        "with a TFRecord header); pass the log directory given to SummaryWriter, or one of its "
-        "event files"
-    )
-    if root.startswith(("http://", "https://")):
-        what += " (over http(s):// a directory is its index page: pass an event file's URL)"
-    raise _not_a_log(root, what)
+    store_of(root).check_root(root)
 
 
 def find_event_files(root: str, warned: set[str] | None = None) -> dict[str, list[str]]:
@@ -235,76 +136,7 @@ def find_event_files(root: str, warned: set[str] | None = None) -> dict[str, lis
     Warns:
         CorruptRecordWarning: For each skipped entry.
     """
-    if is_url(root):
-        try:
-            return find_runs(root)
-        except Exception as err:  # any backend's error: reported with its cause
-            raise store_error(root, err) from err
-    if os.path.isfile(root):
-        return {".": [root]}
-    seen = set() if warned is None else warned
-
-    def unlistable(err: OSError) -> None:
-        if err.filename is None or os.path.abspath(err.filename) == os.path.abspath(root):
-            raise EventFileError(
-                f"cannot list log directory {root!r}: {err.strerror}; check its permissions"
-            ) from err
-        if err.filename not in seen:
-            seen.add(err.filename)
-            _warn(
-                f"{err.filename!r}: cannot list this directory ({err.strerror}); its event files "
-                "are skipped"
-            )
-
-    runs: dict[str, list[str]] = {}
-    for directory, subdirs, names in os.walk(root, onerror=unlistable):
-        subdirs.sort()
-        files = []
-        for name in sorted(names):
-            if not is_event_file(name):
-                continue
-            path = os.path.join(directory, name)
-            problem = _not_regular(path)
-            if problem is None:
-                files.append(path)
-            elif path not in seen:
-                seen.add(path)
-                _warn(f"{path!r}: skipped, {problem}")
-        if files:
-            run = os.path.relpath(directory, root).replace(os.sep, "/")
-            runs[run] = files
-    return runs
-
-
-def _not_regular(path: str) -> str | None:
-    """Why ``path`` cannot be read as an event file, or None for a regular file."""
-    try:
-        mode = os.stat(path).st_mode
-    except OSError as err:
-        return f"it cannot be read ({err.strerror})"
-    if stat.S_ISREG(mode):
-        return None
-    return f"it is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}"
-
-
-def _open_local(path: str) -> BinaryIO:
-    """Open a regular file for reading bytes, without ever blocking on a FIFO."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise EventFileError(f"{path!r} is a {_kind(mode)}, not a regular file; {_NOT_REGULAR}")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def _open_binary(path: str) -> BinaryIO:
-    """Open a local event file, or one behind an fsspec URL, for reading bytes."""
-    if is_url(path):
-        return open_binary(path)
-    return _open_local(path)
+    return store_of(root).find_runs(root, warned)
 
 
 def read_record(path: str, offset: int) -> bytes:
@@ -318,8 +150,9 @@ def read_record(path: str, offset: int) -> bytes:
         FileRemovedError: If the file is gone.
         EventFileError: If it cannot be read or holds no intact record at ``offset``.
     """
+    store = store_of(path)
     try:
-        with _open_binary(path) as stream:
+        with store.open(path) as stream:
             stream.seek(offset)
             header = stream.read(HEADER_SIZE)
             length = int.from_bytes(header[:8], "little") if len(header) == HEADER_SIZE else -1
@@ -336,9 +169,10 @@ def read_record(path: str, offset: int) -> bytes:
     except OSError as err:
         raise EventFileError(f"cannot read event file {path!r}: {err}") from err
     except Exception as err:  # a store's own error types (fsspec backends)
-        if not is_url(path):
+        wrapped = store.error(path, err)
+        if wrapped is None:
             raise
-        raise store_error(path, err) from err
+        raise wrapped from err
     raise EventFileError(
         f"{path!r} holds no intact record at offset {offset} any more; the file was "
         "truncated, replaced or damaged after it was read"
@@ -557,6 +391,7 @@ class EventFileReader:
         if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
             raise ValueError(f"offset must be an int >= 0, got {offset!r}; pass a saved offset")
         self.path = os.fspath(path)
+        self._store = store_of(self.path)
         self._offset = offset
         self._skipping = bool(skipping)
         self._pending = 0
@@ -616,7 +451,7 @@ class EventFileReader:
         base = self._offset
         callback_error: Exception | None = None
         try:
-            with _open_binary(self.path) as stream:
+            with self._store.open(self.path) as stream:
                 size = stream.seek(0, os.SEEK_END)
                 if size < base:
                     raise EventFileError(
@@ -634,9 +469,10 @@ class EventFileReader:
         except OSError as err:
             raise EventFileError(f"cannot read event file {self.path!r}: {err}") from err
         except Exception as err:  # a store's own error types (fsspec backends)
-            if not is_url(self.path):
+            wrapped = self._store.error(self.path, err)
+            if wrapped is None:
                 raise
-            raise store_error(self.path, err) from err
+            raise wrapped from err
         if callback_error is not None:
             raise callback_error  # as it was raised, the position unchanged
         _warn_damage(self.path, walk.damage)

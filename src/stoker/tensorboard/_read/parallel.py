@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 from stoker._system import describe_exit, usable_cpu_count
 from stoker.tensorboard._read.errors import EventFileError
 from stoker.tensorboard._read.run import RunData
-from stoker.tensorboard._remote import is_url
+from stoker.tensorboard._read.stores import store_of
 
 __all__ = ["PARALLEL_MIN_BYTES", "WorkerTraceback", "load_runs", "pending_bytes", "worker_count"]
 
@@ -102,7 +102,7 @@ def worker_count(workers: int | None, runs: list[RunData]) -> int:
     forkable = "fork" in multiprocessing.get_all_start_methods()
     if len(runs) < 2 or threading.active_count() > 1 or not forkable:
         return 1
-    if any(is_url(path) for run in runs for path in run.files):
+    if not all(store_of(path).forkable for run in runs for path in run.files):
         return 1  # a store's client (fsspec) may hold threads and sockets: not forked
     if workers is not None:
         return min(workers, len(runs))

@@ -18,7 +18,14 @@ from stoker.tensorboard._summary.graphs import onnx_graph_def, torch_graph
 from stoker.tensorboard._summary.histograms import histogram, histogram_raw
 from stoker.tensorboard._summary.hyperparameters import hparams
 from stoker.tensorboard._summary.images import image, image_with_boxes
-from stoker.tensorboard._summary.inputs import check_tag, scalar_to_float
+from stoker.tensorboard._summary.inputs import (
+    STEP_MAX,
+    STEP_MIN,
+    check_step,
+    check_tag,
+    check_walltime,
+    scalar_to_float,
+)
 from stoker.tensorboard._summary.layouts import custom_scalars
 from stoker.tensorboard._summary.meshes import mesh
 from stoker.tensorboard._summary.pr_curves import pr_curve, pr_curve_raw
@@ -30,9 +37,13 @@ from stoker.tensorboard._summary.videos import video
 from stoker.tensorboard._summary.wav import audio
 
 __all__ = [
+    "STEP_MAX",
+    "STEP_MIN",
     "ScalarEventEncoder",
     "audio",
+    "check_step",
     "check_tag",
+    "check_walltime",
     "custom_scalars",
     "figure",
     "histogram",

@@ -7,6 +7,8 @@ and is looked at only when the program imported it).
 
 from __future__ import annotations
 
+import operator
+import time
 from typing import Any
 
 import numpy as np
@@ -14,7 +16,15 @@ import numpy.typing as npt
 
 from stoker import _torch
 
-__all__ = ["as_numpy", "check_tag", "scalar_to_float"]
+__all__ = [
+    "STEP_MAX",
+    "STEP_MIN",
+    "as_numpy",
+    "check_step",
+    "check_tag",
+    "check_walltime",
+    "scalar_to_float",
+]
 
 _NUMERIC_KINDS = "biuf"
 
@@ -62,6 +72,56 @@ def as_numpy(value: Any, name: str, *, any_dtype: bool = False) -> npt.NDArray[A
             "convert it with .astype(np.float32)"
         )
     return array
+
+
+STEP_MIN = -(1 << 63)
+"""The smallest step an ``Event`` holds (its ``step`` is an int64)."""
+STEP_MAX = (1 << 63) - 1
+"""The largest step an ``Event`` holds."""
+
+
+def check_step(step: Any, name: str = "global_step") -> int | None:
+    """Return ``step`` as an int (or ``None``), accepting NumPy and torch integers.
+
+    Raises:
+        TypeError: If it is not an integer.
+        ValueError: If it is outside int64, which ``Event.step`` is (torch raises too).
+    """
+    if step is None:
+        return None
+    number = step if type(step) is int else _step_int(step, name)
+    if not STEP_MIN <= number <= STEP_MAX:
+        raise ValueError(
+            f"Value out of range: {number}; {name} must be an int in [-2**63, 2**63 - 1] "
+            f"(an Event's step is an int64), got {number!r}; pass a smaller step"
+        )
+    return number
+
+
+def _step_int(step: Any, name: str) -> int:
+    try:
+        return operator.index(step)
+    except TypeError:
+        pass
+    if hasattr(step, "item"):
+        item = step.item()
+        if isinstance(item, int) or (isinstance(item, float) and item.is_integer()):
+            return int(item)
+    if isinstance(step, float) and step.is_integer():
+        return int(step)
+    raise TypeError(f"{name} must be an int or None, got {step!r}; pass e.g. the epoch number")
+
+
+def check_walltime(walltime: Any) -> float:
+    """Return ``walltime`` as float seconds, or now when it is ``None``."""
+    if walltime is None:
+        return time.time()
+    if isinstance(walltime, bool) or not isinstance(walltime, (int, float)):
+        try:
+            return float(walltime)
+        except (TypeError, ValueError) as err:
+            raise TypeError(f"walltime must be a number of seconds, got {walltime!r}") from err
+    return float(walltime)
 
 
 def check_tag(tag: object, name: str = "tag") -> str:

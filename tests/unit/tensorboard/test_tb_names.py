@@ -13,7 +13,7 @@ import pytest
 from tb_events import event_names
 
 import stoker.tensorboard as stb
-from stoker.tensorboard import _rotate
+from stoker.tensorboard import _names
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -24,7 +24,7 @@ def test_two_writers_in_one_second_get_different_counters(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Writers opened in the same second by one process differ in the counter part only."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.5)
+    monkeypatch.setattr(_names.time, "time", lambda: 1_700_000_000.5)
     writers = [stb.SummaryWriter(tmp_path) for _ in range(3)]
     for writer in writers:
         writer.close()
@@ -41,8 +41,8 @@ def test_a_taken_name_is_skipped_not_appended_to(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """If another writer already has the chosen name, the next counter value is used."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.0)
-    monkeypatch.setattr(_rotate, "_file_counter", itertools.count(5))
+    monkeypatch.setattr(_names.time, "time", lambda: 1_700_000_000.0)
+    monkeypatch.setattr(_names, "_file_counter", itertools.count(5))
     taken = tmp_path / f"events.out.tfevents.1700000000.{socket.gethostname()}.{os.getpid()}.5"
     taken.write_bytes(b"someone else's")
     with stb.SummaryWriter(tmp_path) as writer:
@@ -55,8 +55,8 @@ def test_reopened_file_sorts_after_the_previous_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """close() then a new event in the same second gives a file whose name sorts later."""
-    monkeypatch.setattr(_rotate.time, "time", lambda: 1_700_000_000.0)
-    monkeypatch.setattr(_rotate, "_file_counter", itertools.count(9))
+    monkeypatch.setattr(_names.time, "time", lambda: 1_700_000_000.0)
+    monkeypatch.setattr(_names, "_file_counter", itertools.count(9))
     writer = stb.SummaryWriter(tmp_path)
     writer.add_scalar("x", 1.0, 1)
     writer.close()
@@ -96,4 +96,4 @@ def test_default_hparams_runs_never_share_a_directory(
 )
 def test_event_files_are_recognised_by_name(path: str, expected: bool) -> None:
     """A name containing tfevents is an event file, but for the profiler's .profile-empty."""
-    assert _rotate.is_event_file(path) is expected
+    assert _names.is_event_file(path) is expected
