@@ -23,6 +23,8 @@ TORCH_BOUNDARY = "stoker._torch"
 
 def _in_boundary(name: str) -> bool:
     return name == TORCH_BOUNDARY or name.startswith(TORCH_BOUNDARY + ".")
+
+
 # The torch door imports torch by design; it is the one other place allowed to.
 TORCH_DOORS = ("stoker.torch",)
 # A string that names a torch module, as in sys.modules.get("torch") or "torch.utils.data".

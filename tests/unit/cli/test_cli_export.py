@@ -1,4 +1,4 @@
-"""`stoker logs export`'s CSV writer: the same bytes as csv.writer, in one process or two."""
+"""`stoker logs export`'s CSV writer: the same bytes as csv.writer, formatted in this process."""
 
 from __future__ import annotations
 
@@ -47,8 +47,9 @@ def _reference(table: dict[str, np.ndarray]) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("processes", [1, 2])
-@pytest.mark.parametrize("rows", [0, 1, 2, 1001])
+# processes=2 forks a helper from two rows on: those cases are in
+# tests/integration/cli/test_cli_export_fork.py
+@pytest.mark.parametrize(("rows", "processes"), [(0, 1), (1, 1), (2, 1), (1001, 1), (0, 2), (1, 2)])
 def test_csv_is_byte_identical_to_csv_writer(processes: int, rows: int, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Column-wise formatting, with or without a forked helper, writes csv.writer's bytes."""
     table = _table(rows)
@@ -56,13 +57,3 @@ def test_csv_is_byte_identical_to_csv_writer(processes: int, rows: int, tmp_path
     with open(path, "w", newline="", encoding="utf-8") as stream:
         assert write_csv(stream, table, processes=processes) == rows
     assert path.read_text(encoding="utf-8") == _reference(table)
-
-
-def test_the_forked_half_follows_the_first_in_a_stream_already_written_to(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    """Text written before the table stays first; the helper's half lands after the parent's."""
-    table = _table(600)
-    path = tmp_path / "out.csv"
-    with open(path, "w", newline="", encoding="utf-8") as stream:
-        stream.write("# preface\n")
-        write_csv(stream, table, processes=2)
-    assert path.read_text(encoding="utf-8") == "# preface\n" + _reference(table)

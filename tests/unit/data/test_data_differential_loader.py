@@ -1,12 +1,13 @@
 """DataLoader against torch.utils.data: same datasets, samplers and arguments, same batches/errors.
 
 Batches are compared as NumPy (torch tensors converted, tuples and lists alike). Runs when torch
-is installed. Known, documented differences are tested as such at the end of the module.
+is installed. Known, documented differences are tested as such at the end of the module. The
+same comparisons with two worker processes (``num_workers=2``, stoker's and torch's) are in
+tests/integration/data/test_data_differential_loader_workers.py.
 """
 
 from __future__ import annotations
 
-import random
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,12 +19,6 @@ torch = pytest.importorskip("torch")
 import torch.utils.data as tud  # noqa: E402 - only after the importorskip above
 
 import stoker.data as sd  # noqa: E402
-
-# Python 3.12+ warns when fork() runs in a process that has threads (torch, queue feeders);
-# the fork start method is tested on purpose here.
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:This process .* is multi-threaded:DeprecationWarning"
-)
 
 
 def to_numpy(value: Any) -> Any:
@@ -91,7 +86,7 @@ def both(make: Callable[[Any], Any], **kwargs: Any) -> tuple[list[Any], list[Any
     return results[0], results[1]
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("num_workers", [0])
 @pytest.mark.parametrize(
     "kwargs",
     [
@@ -146,23 +141,6 @@ def test_samplers_give_torchs_batches(sampler: Callable[..., dict[str, Any]]) ->
     assert_same(results[0], results[1])
 
 
-def test_persistent_workers_epochs_follow_torch() -> None:
-    """With persistent workers the per-epoch orders (one base-seed draw) equal torch's."""
-    results = []
-    for lib in (tud, sd):
-        loader = lib.DataLoader(
-            Records(8),
-            batch_size=3,
-            shuffle=True,
-            num_workers=2,
-            persistent_workers=True,
-            generator=torch.Generator().manual_seed(23),
-        )
-        results.append([[to_numpy(b) for b in loader] for _ in range(3)])
-        del loader
-    assert_same(results[0], results[1])
-
-
 def make_stream(lib: Any, n: int, claimed: int | None = None) -> Any:
     """An IterableDataset of ``lib`` that shards range(n) by that library's worker info."""
 
@@ -178,7 +156,7 @@ def make_stream(lib: Any, n: int, claimed: int | None = None) -> Any:
     return Stream()
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("num_workers", [0])
 @pytest.mark.parametrize(
     "kwargs",
     [{"batch_size": 3}, {"batch_size": 3, "drop_last": True}, {"batch_size": None}],
@@ -203,42 +181,6 @@ def test_unbatched_iterable_length_warning_like_torch() -> None:
             list(loader)
 
 
-class Who:
-    """Reports the worker's seed and its random, NumPy and torch draws."""
-
-    def __init__(self, lib: Any) -> None:
-        self.lib = lib
-
-    def __len__(self) -> int:
-        return 4
-
-    def __getitem__(self, index: int) -> dict[str, Any]:
-        info = self.lib.get_worker_info()
-        return {
-            "id": info.id,
-            "seed": info.seed,
-            "random": random.random(),
-            "numpy": float(np.random.random_sample()),
-            "torch": float(torch.rand(())),
-            "same_library": info.dataset.lib is self.lib,
-        }
-
-
-def test_worker_seeds_equal_torchs_for_the_same_generator() -> None:
-    """Worker seeds and random/NumPy/torch draws equal torch's for equal generators."""
-    torch_batches, stoker_batches = (
-        [
-            to_numpy(batch)
-            for batch in lib.DataLoader(
-                Who(lib), num_workers=2, generator=torch.Generator().manual_seed(99)
-            )
-        ]
-        for lib in (tud, sd)
-    )
-    assert_same(torch_batches, stoker_batches)
-    assert len({int(b["seed"][0]) for b in stoker_batches}) == 2
-
-
 class Faulty(Records):
     """Raises ValueError at index 3."""
 
@@ -248,7 +190,7 @@ class Faulty(Records):
         return super().__getitem__(index)
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("num_workers", [0])
 def test_dataset_errors_have_torchs_type(num_workers: int) -> None:
     """A dataset error surfaces with the same type and original message in both libraries."""
     for lib in (tud, sd):
@@ -332,7 +274,7 @@ class TensorSamples:
         return torch.full((2, 3), float(index)), torch.tensor(index)
 
 
-@pytest.mark.parametrize("num_workers", [0, 2])
+@pytest.mark.parametrize("num_workers", [0])
 def test_torch_tensor_samples_come_back_as_tensors(num_workers: int) -> None:
     """Tensor samples are collated into tensors, through workers too, equal to torch's."""
     torch_batches, stoker_batches = both(

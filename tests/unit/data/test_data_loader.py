@@ -437,7 +437,8 @@ def test_pin_memory_without_accelerator_and_device_warn(monkeypatch: pytest.Monk
     assert [s["x"].pinned for s in batch] == [False, False]
 
 
-@pytest.mark.parametrize("worker_type", ["process", "thread"])
+# with process workers: tests/integration/data/test_data_loader_workers.py
+@pytest.mark.parametrize("worker_type", ["thread"])
 def test_torchs_default_collate_gives_torchs_batches_through_stokers_collation(
     worker_type: str,
 ) -> None:

@@ -580,28 +580,6 @@ def test_merge_does_not_change_its_input() -> None:
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_sharded_iterable_resumes_on_another_world_and_worker_count(workers: int) -> None:
-    """ShardedIterableDataset: 2 ranks (0 or 2 thread workers) -> 3 ranks with 1 worker."""
-    lengths = [4, 2, 5, 3, 1, 6, 2]
-    universe = [s * 100 + j for s, n in enumerate(lengths) for j in range(n)]
-    first, states = [], []
-    for rank in range(2):
-        loader = DataLoader(
-            Shards(lengths, rank, 2), batch_size=2, num_workers=workers, worker_type="thread"
-        )
-        got, saved = take(loader, 2)
-        first.append(got)
-        states.append(saved)
-    merged = merge_states(states)
-    second = []
-    for rank in range(3):
-        loader = DataLoader(Shards(lengths, rank, 3), batch_size=2, num_workers=1)
-        loader.load_state_dict(merged)
-        second.append(take(loader, None)[0])
-    check_exactly_once([_flat(first), _flat(second)], universe, extras=0)
-
-
-@pytest.mark.parametrize("workers", [0, 2])
 def test_sharded_rank_saving_before_its_first_batch_merges_again(workers: int) -> None:
     """2 -> 3 -> 2 ranks of a ShardedIterableDataset, saving right after a load: samples come once.
 

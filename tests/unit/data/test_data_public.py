@@ -1,4 +1,4 @@
-"""stoker.data's public names show their public path: in reprs, tracebacks, pickles and workers."""
+"""stoker.data's public names show their public path: in reprs, tracebacks and pickles."""
 
 from __future__ import annotations
 
@@ -6,11 +6,9 @@ import pickle
 import traceback
 
 import numpy as np
-import pytest
-from data_workers_helpers import FailingDataset
 
 import stoker.data
-from stoker.data import ConcatDataset, DataLoader, SharedMemoryFullError, TensorDataset
+from stoker.data import DataLoader, SharedMemoryFullError, TensorDataset
 
 
 def test_every_public_class_and_function_names_stoker_data() -> None:
@@ -45,24 +43,3 @@ def test_shared_memory_full_error_is_public_and_documented() -> None:
     assert "/dev/shm" in doc
     assert "--shm-size" in doc
     assert 'worker_type="thread"' in doc
-
-
-def test_spawn_workers_load_public_classes_and_reraise_public_errors() -> None:
-    """Spawn workers unpickle datasets by public path; their exceptions re-raise with their type.
-
-    A spawn worker unpickles stoker.data datasets by their public path, and a stoker.data
-    exception it raises re-raises in the main process with its own type.
-    """
-    dataset = ConcatDataset([TensorDataset(np.arange(4)), FailingDataset(4, bad=1, kind="public")])
-    loader = DataLoader(
-        dataset, batch_size=2, num_workers=1, multiprocessing_context="spawn", timeout=60
-    )
-    iterator = iter(loader)
-    first = next(iterator)
-    np.testing.assert_array_equal(first[0], [0, 1])
-    np.testing.assert_array_equal(next(iterator)[0], [2, 3])
-    with pytest.raises(SharedMemoryFullError, match="no room for sample 1") as caught:
-        next(iterator)
-    assert type(caught.value) is SharedMemoryFullError
-    assert caught.value.worker_id == 0  # type: ignore[attr-defined]
-    iterator.close()

@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-import json
 import pickle
-import subprocess
-import sys
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 from data_torch_info_helpers import AsksTorch
-from data_workers_helpers import ALL_KINDS, SUPPORT, kind_kwargs
+from data_workers_helpers import kind_kwargs
 
 from stoker.data import DataLoader, Dataset, WorkerInfo, get_worker_info
 
 torch = pytest.importorskip("torch")
 torch_data = pytest.importorskip("torch.utils.data")
-
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:This process .* is multi-threaded:DeprecationWarning"
-)
-
-HELPER = str(Path(SUPPORT) / "data_torch_info_helpers.py")
 
 
 def test_worker_info_is_frozen_and_absent_in_main() -> None:
@@ -36,7 +26,8 @@ def test_worker_info_is_frozen_and_absent_in_main() -> None:
     assert get_worker_info() is None
 
 
-@pytest.mark.parametrize("kind", ALL_KINDS)
+# process workers of each start method: tests/integration/data/test_data_workers_info_processes.py
+@pytest.mark.parametrize("kind", ["thread"])
 def test_torch_get_worker_info_answers_in_every_worker(kind: str) -> None:
     """In each worker, torch's get_worker_info() is a torch WorkerInfo equal to stoker's answer.
 
@@ -127,19 +118,3 @@ def _expected(worker: tuple[int, int, int]) -> dict[str, Any]:
         "dataset": "AsksTorch",
         "is_torch_worker_info": True,
     }
-
-
-def test_torch_imported_first_by_a_worker_thread_answers_at_once() -> None:
-    """Torch first imported by a worker thread's sample, which then asks it, answers at once.
-
-    In a fresh interpreter whose main process had not imported torch: no sample gets None.
-    (Spawn and forkserver workers start without torch: the test above covers them.)
-    """
-    done = subprocess.run(
-        [sys.executable, HELPER], capture_output=True, text=True, timeout=90, check=True
-    )
-    rows = json.loads(done.stdout)["rows"]
-    assert sorted(row[0] for row in rows) == list(range(8))
-    assert any(not row[3] for row in rows), "torch was imported before any sample"
-    assert [row[1] for row in rows] == [_expected(row[2]) for row in rows]
-    assert {row[2][0] for row in rows} == {0, 1}

@@ -1,7 +1,8 @@
 """SharedArrays: a pickle is a ticket read once, and only the owner unlinks the name.
 
 SharedArrays: a multiprocessing pickle is a ticket for one segment, read once whatever the
-sender does; the owner alone unlinks its name; a changed pickle is a clear error.
+sender does; the owner alone unlinks its name; a changed pickle is a clear error. Across
+processes (a forked child, an owner exiting): test_data_workers_shared_arrays_processes.py.
 """
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ from __future__ import annotations
 import gc
 import os
 import pickle
-import subprocess
-import sys
 import threading
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -71,22 +70,6 @@ def test_owner_keeps_equal_data_after_sharing() -> None:
     assert owned_names(os.getpid()) == []
 
 
-def test_a_forked_child_freeing_its_copy_leaves_the_name() -> None:
-    """Only the owner process unlinks: a forked child that frees the container leaves it."""
-    seq = StringSequence(["x"] * 100)
-    pickle.loads(ForkingPickler.dumps(seq))
-    pid = os.fork()
-    if pid == 0:
-        del seq
-        gc.collect()
-        os._exit(0)
-    os.waitpid(pid, 0)
-    assert len(owned_names(os.getpid())) == 1
-    del seq
-    gc.collect()
-    assert owned_names(os.getpid()) == []
-
-
 def test_a_pickle_is_read_once_after_the_container_is_freed() -> None:
     """Freeing the container removes its own name but not the pickle's ticket.
 
@@ -135,25 +118,6 @@ def test_a_pickle_given_up_half_way_leaves_no_ticket() -> None:
     del seq
     gc.collect()
     assert owned_names(os.getpid()) == []
-
-
-_EXITING_OWNER = """
-import pickle, sys
-from multiprocessing.reduction import ForkingPickler
-from stoker.data import StringSequence
-kept = StringSequence(["kept"])
-unread = ForkingPickler.dumps(StringSequence(["never read"]))
-read = pickle.loads(ForkingPickler.dumps(kept))
-print(len(sys.argv))
-"""
-
-
-def test_an_owner_exiting_removes_its_names_and_unread_tickets() -> None:
-    """A main process exiting with a shared container and an unread pickle leaves no name behind."""
-    done = subprocess.Popen([sys.executable, "-c", _EXITING_OWNER], stdout=subprocess.PIPE)
-    assert done.communicate(timeout=60)[0].strip() == b"1"
-    assert done.returncode == 0
-    assert names_of(done.pid) == []
 
 
 def test_compact_containers_serve_every_process() -> None:

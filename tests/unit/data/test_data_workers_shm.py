@@ -1,11 +1,9 @@
-"""Shared-memory segments: create, map and unlink, a full /dev/shm, and the orphan sweep."""
+"""Shared-memory segments: create, map and unlink, a full /dev/shm, names, read-only maps."""
 
 from __future__ import annotations
 
 import errno
 import os
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -20,8 +18,6 @@ from stoker.data._workers.shm import (
     segment_name,
     segment_pids,
     shm_free_bytes,
-    sweep_orphans,
-    unlink_segments,
 )
 
 pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /dev/shm")
@@ -29,17 +25,6 @@ pytestmark = pytest.mark.skipif(not os.path.isdir("/dev/shm"), reason="needs /de
 
 def _names(tmp_dir: str) -> list[str]:
     return sorted(os.listdir(tmp_dir))
-
-
-def _ended_pid() -> int:
-    ended = subprocess.run(
-        [sys.executable, "-c", "import os; print(os.getpid())"],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=30,
-    )
-    return int(ended.stdout)
 
 
 def test_segment_is_mapped_then_unlinked(tmp_path: Any) -> None:
@@ -76,41 +61,6 @@ def test_fallocate_enospc_becomes_a_clear_error(
     with pytest.raises(SharedMemoryFullError, match="must fit"):
         create_segment("stoker-data-1-2-3", 4096, str(tmp_path))
     assert _names(str(tmp_path)) == []
-
-
-def test_sweep_removes_only_names_of_ended_processes(tmp_path: Any) -> None:
-    """Names whose main and worker pids are both gone are swept; live ones stay."""
-    dead_pid = _ended_pid()
-    directory = str(tmp_path)
-    dead = segment_name(dead_pid, dead_pid, 1)
-    live = segment_name(os.getpid(), dead_pid, 1)
-    other = "unrelated-file"
-    for name in (dead, live, other):
-        with open(os.path.join(directory, name), "wb"):
-            pass
-    assert sweep_orphans(directory) == 1
-    assert _names(directory) == sorted([live, other])
-    assert unlink_segments(os.getpid(), directory=directory) == 1
-    assert _names(directory) == [other]
-
-
-def test_sweep_counts_the_exiting_process_as_ended(tmp_path: Any) -> None:
-    """sweep_orphans(gone=pid) removes pid's names paired with ended processes, not live ones.
-
-    sweep_orphans(gone=pid) removes the names of pid paired with an ended process, and
-    keeps those paired with a live one.
-    """
-    directory = str(tmp_path)
-    me, dead = os.getpid(), _ended_pid()
-    mine = segment_name(me, me, 1)
-    with_dead = segment_name(dead, me, 2)
-    with_live = segment_name(os.getppid(), me, 3)
-    for name in (mine, with_dead, with_live):
-        with open(os.path.join(directory, name), "wb"):
-            pass
-    assert sweep_orphans(directory) == 0
-    assert sweep_orphans(directory, gone=me) == 2
-    assert _names(directory) == [with_live]
 
 
 @pytest.mark.parametrize(

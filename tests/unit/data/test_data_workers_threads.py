@@ -1,4 +1,8 @@
-"""Thread workers (worker_type="thread"): same batches and order as processes, identity, stats."""
+"""Thread workers (worker_type="thread"): batches, order, identity, failures, epochs, stats.
+
+Compared with process workers (same batches, same order) in
+tests/integration/data/test_data_workers_threads_processes.py.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,6 @@ import numpy as np
 import pytest
 
 from stoker.data import DataLoader, Dataset, IterableDataset, get_worker_info
-
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:This process .* is multi-threaded:DeprecationWarning"
-)
 
 
 class Squares(Dataset[Any]):
@@ -68,30 +68,6 @@ def _plain(batches: list[Any]) -> list[Any]:
         else:
             out.append(np.asarray(batch).tolist())
     return out
-
-
-CASES = {
-    "batched": (lambda: Squares(23, delay=0.001), {"batch_size": 4}),
-    "unbatched": (lambda: Squares(9), {"batch_size": None}),
-    "shuffled": (lambda: Squares(30), {"batch_size": 4, "shuffle": True, "generator": 7}),
-    "iterable": (lambda: Shards(21), {"batch_size": 4}),
-}
-
-
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_threads_yield_the_batches_of_processes_and_of_the_main_process(case: str) -> None:
-    """Thread workers give the same batches in the same order as process workers and as none."""
-    make, kwargs = CASES[case]
-    expected = _plain(list(DataLoader(make(), **kwargs)))
-    threads = _plain(list(DataLoader(make(), num_workers=2, worker_type="thread", **kwargs)))
-    processes = _plain(
-        list(DataLoader(make(), num_workers=2, multiprocessing_context="fork", **kwargs))
-    )
-    if case == "iterable":  # workers batch their own shards: same samples, process order
-        assert sorted(np.concatenate(threads).tolist()) == sorted(np.concatenate(expected).tolist())
-    else:
-        assert threads == expected
-    assert threads == processes
 
 
 def test_out_of_order_threads_yield_every_batch_once() -> None:
@@ -177,7 +153,8 @@ def test_persistent_threads_serve_epochs_and_stop_on_close() -> None:
     assert not any(thread.is_alive() for thread in threads)
 
 
-@pytest.mark.parametrize("worker_type", ["thread", "process"])
+# with process workers: tests/integration/data/test_data_workers_threads_processes.py
+@pytest.mark.parametrize("worker_type", ["thread"])
 def test_stats_count_batches_wait_and_busy_time(worker_type: str) -> None:
     """loader.stats() counts batches served and per-worker busy time for both worker types."""
     loader = DataLoader(
@@ -196,7 +173,8 @@ def test_stats_count_batches_wait_and_busy_time(worker_type: str) -> None:
         assert stats["bytes_moved"] == 0
 
 
-@pytest.mark.parametrize("worker_type", ["thread", "process"])
+# with process workers: tests/integration/data/test_data_workers_threads_processes.py
+@pytest.mark.parametrize("worker_type", ["thread"])
 def test_iterable_worker_state_reaches_the_iterator(worker_type: str) -> None:
     """An IterableDataset's state_dict() after each batch is kept per worker as batches yield."""
     loader = DataLoader(Shards(20), batch_size=3, num_workers=2, worker_type=worker_type)

@@ -208,72 +208,6 @@ def test_missing_path_raises_event_file_error(tmp_path: Path) -> None:
             read_events(tmp_path / "nope")
 
 
-def test_runs_read_by_worker_processes_equal_runs_read_here(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Six runs read by two forked workers give what a read in this process gives.
-
-    Six runs read by two forked workers give the same points, positions and warnings (a
-    damaged record in one run, raised again here) as runs read in this process, and both
-    readers go on reading what is appended afterwards alike.
-    """
-    from stoker.tensorboard._read import parallel
-    from stoker.tensorboard._read.run import RunData
-
-    rng = np.random.default_rng(2)
-    for index in range(6):
-        with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
-            for step in range(400):
-                writer.add_scalar("loss", rng.normal(), step)
-                writer.add_scalar("lr", 1 / (step + 1), step)
-            writer.add_histogram("w", rng.normal(size=50), 0)
-            writer.add_text("note", f"run {index}", 0)
-    damaged = sorted((tmp_path / "run3").iterdir())[0]
-    data = bytearray(damaged.read_bytes())
-    data[len(data) // 2] ^= 0xFF
-    damaged.write_bytes(bytes(data))
-    original = RunData.load
-
-    def load(self: RunData) -> int:
-        self.loaded_by = os.getpid()  # type: ignore[attr-defined]
-        return original(self)
-
-    monkeypatch.setattr(RunData, "load", load)
-    # Threads other tests left behind would make the reader refuse to fork (tested below).
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
-
-    def read(workers: int) -> tuple[Reader, list[str]]:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            reader = Reader(tmp_path, workers=workers)
-        return reader, [str(item.message) for item in caught]
-
-    here, here_warnings = read(1)
-    there, there_warnings = read(2)
-    assert there_warnings == here_warnings
-    assert len(here_warnings) == 1
-    assert "corrupt record" in here_warnings[0]
-    pids = {run.loaded_by for run in there._runs.values()}  # type: ignore[attr-defined]
-    assert pids  # which worker took which runs varies
-    assert os.getpid() not in pids
-
-    def points(reader: Reader) -> list[Any]:
-        out: list[Any] = [reader.positions()]
-        for run in reader.runs:
-            for tag in ("loss", "lr"):
-                out.append([column.tolist() for column in reader.scalars(tag, run)])
-            out.append([(h.step, h.bucket.tolist()) for h in reader.histograms("w", run)])
-            out.append([t.text for t in reader.text("note", run)])
-        return out
-
-    assert points(there) == points(here)
-    for index in (0, 5):
-        with SummaryWriter(str(tmp_path / f"run{index}")) as writer:
-            writer.add_scalar("loss", 7.0, 1000)
-    assert here.reload() == there.reload() > 0
-    assert points(there) == points(here)
-
-
 def test_a_process_with_other_threads_reads_its_runs_itself(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -399,7 +333,8 @@ def _remove_after_listing(monkeypatch: pytest.MonkeyPatch, remove: Any) -> None:
     monkeypatch.setattr(module, "find_event_files", listing)
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+# with two worker processes: tests/integration/tensorboard/test_tb_read_reader_workers.py
+@pytest.mark.parametrize("workers", [1])
 @pytest.mark.parametrize("what", ["file", "run"])
 def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, what: str
@@ -436,7 +371,8 @@ def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
     assert (str(kept) in reader.positions()) == (what == "file")
 
 
-@pytest.mark.parametrize("workers", [1, 2])
+# with two worker processes: tests/integration/tensorboard/test_tb_read_reader_workers.py
+@pytest.mark.parametrize("workers", [1])
 def test_a_file_removed_while_it_is_read_keeps_what_was_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
