@@ -1,11 +1,18 @@
-"""Small datasets for the one-process tests of the fetch path and the worker loop."""
+"""Small datasets for the one-process tests of the fetch path, the worker loop and the loader.
+
+:class:`Squares` is the loader tests' dataset; the ``check_*`` function is a loader test body
+run with thread workers by the unit tests and with process workers by the integration tests.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
-from stoker.data import Dataset, IterableDataset, Sampler
+import numpy as np
+import pytest
+
+from stoker.data import DataLoader, Dataset, IterableDataset, Sampler, get_worker_info
 
 
 class Numbers(Dataset[int]):
@@ -62,3 +69,61 @@ class Restarting(Sampler[Any]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+
+class Squares(Dataset[Any]):
+    """Sample i is (i * i as a float vector of width 2, i); records get_worker_info()."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.infos: list[Any] = []
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray[Any, Any], int]:
+        if not 0 <= index < self.n:
+            raise IndexError(index)
+        self.infos.append(get_worker_info())
+        return np.full(2, index * index, dtype=np.float32), index
+
+
+def check_torchs_default_collate_through_stokers_collation(worker_type: str) -> None:
+    """collate_fn=torch's default_collate gives torch's tensors, made by stoker's collation.
+
+    collate_fn=torch's default_collate: tensors of torch's dtypes, equal to torch's own
+    collation, made by stoker's collation (the function torch's map would call is not run);
+    torch's default_convert without batching; a torch map a user extended is honoured. Skips
+    without torch.
+    """
+    torch = pytest.importorskip("torch")
+    import torch.utils.data as torch_data
+    from torch.utils.data._utils import collate as torch_collate
+
+    loader = DataLoader(
+        Squares(6),
+        batch_size=3,
+        collate_fn=torch_data.default_collate,
+        num_workers=2,
+        worker_type=worker_type,
+    )
+    batches = list(loader)
+    expected = [torch_data.default_collate([Squares(6)[i] for i in (0, 1, 2)])]
+    assert isinstance(batches[0][0], torch.Tensor)
+    assert batches[0][0].dtype == expected[0][0].dtype == torch.float32
+    assert torch.equal(batches[0][0], expected[0][0])
+    assert torch.equal(batches[0][1], expected[0][1])
+    (first, label), *_ = DataLoader(
+        Squares(2), batch_size=None, collate_fn=torch_data.default_convert
+    )
+    assert isinstance(first, torch.Tensor)
+    assert label == 0
+
+    class Marked(float):
+        """A float torch's collate map is told about."""
+
+    extended = {**torch_collate.default_collate_fn_map, Marked: lambda batch, **_: "marked"}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(torch_collate, "default_collate_fn_map", extended)
+        (batch,) = DataLoader([Marked(1.0)], collate_fn=torch_data.default_collate)
+    assert batch == "marked"

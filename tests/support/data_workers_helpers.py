@@ -2,7 +2,9 @@
 
 The tests run each behaviour with process workers and thread workers: :func:`kind_kwargs` turns a
 worker kind into DataLoader arguments and :class:`WorkerWatch` finds the workers an iterator
-started (child processes or threads) and waits for them to end.
+started (child processes or threads) and waits for them to end. The ``check_*`` functions are
+test bodies run with thread workers by the unit tests and with process workers by the
+integration tests.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from stoker.data import Dataset, IterableDataset, SharedMemoryFullError, get_worker_info
+from stoker.data import DataLoader, Dataset, IterableDataset, SharedMemoryFullError, get_worker_info
 
 SUPPORT = str(Path(__file__).resolve().parent)
 """This folder (pytest's ``pythonpath``): scripts run in a fresh interpreter add it to sys.path."""
@@ -452,3 +454,84 @@ def children_of(pid: int) -> set[int]:
         if int(fields[1]) == pid and fields[0] not in ("Z", "X"):
             found.add(int(entry))
     return found
+
+
+class SquareVectors(Dataset[Any]):
+    """Sample i: (a float vector filled with i, i squared)."""
+
+    def __init__(self, n: int, delay: float = 0.0) -> None:
+        self.n = n
+        self.delay = delay
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int) -> tuple[Any, int]:
+        if self.delay:
+            time.sleep(self.delay * ((index * 7) % 3))  # uneven work: replies arrive out of order
+        return np.full(4, index, dtype=np.float32), index * index
+
+
+class StatefulShards(IterableDataset[int]):
+    """Yields 0..n-1 split by worker, and keeps a state_dict of how far it got."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.position = 0
+
+    def __iter__(self) -> Iterator[int]:
+        info = get_worker_info()
+        start, step = (0, 1) if info is None else (info.id, info.num_workers)
+        for value in range(start, self.n, step):
+            self.position = value + 1
+            yield value
+
+    def state_dict(self) -> dict[str, int]:
+        """How far this replica got: ``{"position": last value yielded + 1}``."""
+        return {"position": self.position}
+
+
+def plain_batches(batches: list[Any]) -> list[Any]:
+    """Batches as nested lists (each part of a tuple or list batch through NumPy's tolist)."""
+    out = []
+    for batch in batches:
+        if isinstance(batch, (list, tuple)):
+            out.append([np.asarray(part).tolist() for part in batch])
+        else:
+            out.append(np.asarray(batch).tolist())
+    return out
+
+
+def check_stats_count_batches_wait_and_busy_time(worker_type: str) -> None:
+    """loader.stats() counts batches served and per-worker busy time for both worker types."""
+    loader = DataLoader(
+        SquareVectors(40, delay=0.001), batch_size=4, num_workers=2, worker_type=worker_type
+    )
+    assert loader.stats()["batches_served"] == 0
+    list(loader)
+    stats = loader.stats()
+    assert stats["batches_served"] == 10
+    assert set(stats["worker_busy_seconds"]) == {0, 1}
+    assert all(seconds > 0 for seconds in stats["worker_busy_seconds"].values())
+    assert stats["main_wait_seconds"] > 0
+    if worker_type == "process":
+        assert stats["bytes_moved"] == stats["bytes_inline"] > 0
+    else:
+        assert stats["bytes_moved"] == 0
+
+
+def check_iterable_worker_state_reaches_the_iterator(worker_type: str) -> None:
+    """An IterableDataset's state_dict() after each batch is kept per worker as batches yield."""
+    loader = DataLoader(StatefulShards(20), batch_size=3, num_workers=2, worker_type=worker_type)
+    iterator = iter(loader)
+    first = next(iterator)
+    assert np.asarray(first).tolist() == [0, 2, 4]
+    assert iterator.last_worker_state == {0: {"position": 5}}  # type: ignore[attr-defined]
+    next(iterator)
+    assert iterator.last_worker_state[1] == {"position": 6}  # type: ignore[attr-defined]
+    rest = list(iterator)
+    assert sum(len(batch) for batch in rest) == 20 - 6
+    assert iterator.last_worker_state == {  # type: ignore[attr-defined]
+        0: {"position": 19},
+        1: {"position": 20},
+    }

@@ -6,67 +6,24 @@ child; the bytes written equal csv.writer's, after whatever the stream already h
 
 from __future__ import annotations
 
-import csv
-import io
-
-import numpy as np
 import pytest
+from cli_logs_helpers import check_csv_is_byte_identical_to_csv_writer, export_table, reference_csv
 
-from stoker.cli._export import COLUMNS, write_csv
-
-
-def _table(rows: int) -> dict[str, np.ndarray]:
-    """Three (run, tag) stretches, names that need quoting, awkward floats."""
-    third = rows // 3
-    run = np.array(["a"] * third + ['b,"x"'] * third + ["c\nd"] * (rows - 2 * third), dtype=object)
-    tag = np.array(["loss"] * (rows // 2) + ["acc/top 1"] * (rows - rows // 2), dtype=object)
-    rng = np.random.default_rng(0)
-    values = rng.normal(size=rows)
-    values[::7] = np.nan
-    values[1::11] = 1e-300
-    values[2::13] = -np.inf
-    return {
-        "run": run,
-        "tag": tag,
-        "step": np.arange(rows, dtype=np.int64) * 3 - 5,
-        "wall_time": 1.7e9 + rng.random(rows),
-        "value": values,
-    }
-
-
-def _reference(table: dict[str, np.ndarray]) -> str:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(COLUMNS)
-    writer.writerows(
-        zip(
-            table["run"].tolist(),
-            table["tag"].tolist(),
-            table["step"].tolist(),
-            map(repr, table["wall_time"].tolist()),
-            map(repr, table["value"].tolist()),
-            strict=True,
-        )
-    )
-    return out.getvalue()
+from stoker.cli._export import write_csv
 
 
 @pytest.mark.parametrize("processes", [2])
 @pytest.mark.parametrize("rows", [2, 1001])
 def test_csv_is_byte_identical_to_csv_writer(processes: int, rows: int, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Column-wise formatting, with or without a forked helper, writes csv.writer's bytes."""
-    table = _table(rows)
-    path = tmp_path / "out.csv"
-    with open(path, "w", newline="", encoding="utf-8") as stream:
-        assert write_csv(stream, table, processes=processes) == rows
-    assert path.read_text(encoding="utf-8") == _reference(table)
+    check_csv_is_byte_identical_to_csv_writer(processes, rows, tmp_path)
 
 
 def test_the_forked_half_follows_the_first_in_a_stream_already_written_to(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Text written before the table stays first; the helper's half lands after the parent's."""
-    table = _table(600)
+    table = export_table(600)
     path = tmp_path / "out.csv"
     with open(path, "w", newline="", encoding="utf-8") as stream:
         stream.write("# preface\n")
         write_csv(stream, table, processes=2)
-    assert path.read_text(encoding="utf-8") == "# preface\n" + _reference(table)
+    assert path.read_text(encoding="utf-8") == "# preface\n" + reference_csv(table)

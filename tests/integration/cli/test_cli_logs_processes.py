@@ -7,76 +7,25 @@ terminal, a run removed while it is read.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import pty
 import re
 import signal
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from cli_logs_helpers import (
+    check_run_removed_while_read,
+    large_fixture,  # noqa: F401 - the fixture `large`, found by pytest in this module
+    logs_subcommand,
+    one_point_log,
+    run_cli,
+)
 from tb_subprocess import read_until, run_on_terminal, wait_status
 
-from stoker.cli._commands import add_logs_parser
 from stoker.tensorboard import SummaryWriter
-
-
-def run_cli(argv: Sequence[str]) -> int:
-    """Parse ``argv`` with a parser carrying only ``logs`` and run the chosen subcommand."""
-    parser = argparse.ArgumentParser(prog="stoker")
-    add_logs_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(list(argv))
-    code: int = args.func(args)
-    return code
-
-
-def _subcommand(command: str, path: str, output: Path, run: str | None = None) -> list[str]:
-    """The arguments of ``stoker logs COMMAND`` over ``path``.
-
-    The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
-    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``.
-    """
-    return {
-        "ls": ["logs", "ls", path],
-        "show": ["logs", "show", path, "loss", *(["--run", run] if run is not None else [])],
-        "export": ["logs", "export", path, "--csv", "-"],
-        "plot": ["logs", "plot", path, "loss", "-o", str(output)],
-    }[command]
-
-
-def _rows(text: str) -> list[list[str]]:
-    return [line.split() for line in text.strip().splitlines()]
-
-
-def _one_point_log(directory: Path) -> Path:
-    """Write one ``loss`` point into ``directory``; return its event file."""
-    with SummaryWriter(str(directory)) as writer:
-        writer.add_scalar("loss", 1.0, 1)
-    (file,) = directory.iterdir()
-    return file
-
-
-@pytest.fixture
-def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Four runs, read by two worker processes as a large log dir is.
-
-    Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
-    two cores or more is (parallel.PARALLEL_MIN_BYTES lowered to one byte; threads other tests
-    left behind would make the reader read in-process).
-    """
-    from stoker.tensorboard._read import parallel
-
-    for index in range(4):
-        with SummaryWriter(str(tmp_path / "logs" / f"run{index}")) as writer:
-            for step in range(20):
-                writer.add_scalar("loss", float(index * 100 + step), step)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
-    return tmp_path / "logs"
 
 
 def test_show_follow_redraws_on_a_terminal_and_ends_on_ctrl_c(tmp_path: Path) -> None:
@@ -122,7 +71,7 @@ def test_ls_skips_a_fifo_named_like_an_event_file_instead_of_blocking(tmp_path: 
     """`logs ls` on a dir holding a FIFO named *tfevents* lists the rest and warns (it blocked)."""
     import subprocess
 
-    _one_point_log(tmp_path)
+    one_point_log(tmp_path)
     os.mkfifo(tmp_path / "events.out.tfevents.0.fifo")
     done = subprocess.run(
         [sys.executable, "-m", "stoker.cli", "logs", "ls", str(tmp_path)],
@@ -162,7 +111,7 @@ def test_a_killed_reader_worker_is_one_error_line_and_status_2(
         return original(self)
 
     monkeypatch.setattr(RunData, "load", load)
-    assert run_cli(_subcommand(command, str(large), tmp_path / "x.png", run="run0")) == 2
+    assert run_cli(logs_subcommand(command, str(large), tmp_path / "x.png", run="run0")) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
@@ -210,7 +159,7 @@ def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
     seen = tmp_path / "workers"
     monkeypatch.setenv("WORKERS_SEEN", str(seen))
     monkeypatch.setenv("COLUMNS", "100")
-    argv = _subcommand(command, str(large), tmp_path / "x.png", run="run3")
+    argv = logs_subcommand(command, str(large), tmp_path / "x.png", run="run3")
     status, output = run_on_terminal([sys.executable, "-c", _LARGE_LOG_CLI, *argv])
     assert b"Traceback" not in output, output.decode(errors="replace")
     assert os.WIFEXITED(status), f"ended by signal {os.WTERMSIG(status)}"
@@ -224,30 +173,5 @@ def test_a_large_log_dir_read_on_a_terminal_by_workers_shows_progress(
 def test_a_run_removed_while_the_log_dir_is_read_is_a_warning_line(
     large: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
 ) -> None:
-    """`logs ls` lists the other runs when one is removed just before it is read.
-
-    `logs ls` over a log dir one of whose runs is removed just before it is read lists the
-    other runs, says which file was skipped in one warning line and exits 0; it was one error
-    line for the whole log dir, no run listed.
-    """
-    import shutil
-
-    from stoker.tensorboard._read import parallel
-    from stoker.tensorboard._read.run import RunData
-
-    if workers == "in-process":
-        monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)
-    original = RunData.load
-
-    def load(self: RunData) -> int:
-        if self.name == "run1":
-            shutil.rmtree(large / "run1")
-        return original(self)
-
-    monkeypatch.setattr(RunData, "load", load)
-    assert run_cli(["logs", "ls", str(large)]) == 0
-    captured = capsys.readouterr()
-    assert [row[0] for row in _rows(captured.out)[1:]] == ["run0", "run2", "run3"]
-    (line,) = captured.err.splitlines()
-    assert line.startswith(f"stoker logs: warning: '{large}/run1/")
-    assert line.endswith("skipped, it was removed after the log dir was listed")
+    """`logs ls` lists the other runs when one is removed just before it is read."""
+    check_run_removed_while_read(large, monkeypatch, capsys, workers)

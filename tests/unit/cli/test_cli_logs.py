@@ -2,36 +2,33 @@
 
 from __future__ import annotations
 
-import argparse
 import csv
 import io
 import math
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from cli_logs_helpers import (
+    check_run_removed_while_read,
+    large_fixture,  # noqa: F401 - the fixture `large`, found by pytest in this module
+    logs_subcommand,
+    one_point_log,
+    run_cli,
+    table_rows,
+)
 from tb_events import write_raw_events
 from tb_stores import without_aws_credentials
 
 from stoker.cli._chart import chart
-from stoker.cli._commands import add_logs_parser
 from stoker.cli._logs import SPARK_CHARS, sparkline
 from stoker.tensorboard import Reader, SummaryWriter
 from stoker.tensorboard._proto import wire
-
-
-def run_cli(argv: Sequence[str]) -> int:
-    """Parse ``argv`` with a parser carrying only ``logs`` and run the chosen subcommand."""
-    parser = argparse.ArgumentParser(prog="stoker")
-    add_logs_parser(parser.add_subparsers(dest="command", required=True))
-    args = parser.parse_args(list(argv))
-    code: int = args.func(args)
-    return code
 
 
 @pytest.fixture
@@ -49,30 +46,12 @@ def logdir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def _subcommand(command: str, path: str, output: Path, run: str | None = None) -> list[str]:
-    """The arguments of ``stoker logs COMMAND`` over ``path``.
-
-    The arguments of ``stoker logs COMMAND`` over ``path``: ``show`` shows tag ``loss`` (of
-    ``run``, when given), ``export`` writes CSV to stdout, ``plot`` draws ``loss`` to ``output``.
-    """
-    return {
-        "ls": ["logs", "ls", path],
-        "show": ["logs", "show", path, "loss", *(["--run", run] if run is not None else [])],
-        "export": ["logs", "export", path, "--csv", "-"],
-        "plot": ["logs", "plot", path, "loss", "-o", str(output)],
-    }[command]
-
-
-def _rows(text: str) -> list[list[str]]:
-    return [line.split() for line in text.strip().splitlines()]
-
-
 def test_ls_lists_runs_tags_counts_and_last_values(
     logdir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``ls`` prints one row per run and tag with its kind, count, last step and last value."""
     assert run_cli(["logs", "ls", str(logdir)]) == 0
-    rows = _rows(capsys.readouterr().out)
+    rows = table_rows(capsys.readouterr().out)
     assert rows[0] == ["RUN", "KIND", "TAG", "COUNT", "LAST", "STEP", "LAST", "VALUE"]
     by_key = {(row[0], row[2]): row for row in rows[1:]}
     assert by_key[("train", "loss")][1:6] == ["scalars", "loss", "30", "290", "0.033333335"]
@@ -292,7 +271,7 @@ def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
     A malformed tensor, garbage or 5,000-deep hparams, a corrupt record: each is one warning
     line on stderr, and the command prints everything else and exits 0 (ls used to crash).
     """
-    assert run_cli(_subcommand(command, str(damaged), tmp_path / "x.png", run="corrupt")) == 0
+    assert run_cli(logs_subcommand(command, str(damaged), tmp_path / "x.png", run="corrupt")) == 0
     captured = capsys.readouterr()
     lines = captured.err.splitlines()
     assert lines
@@ -301,7 +280,7 @@ def test_every_subcommand_reports_bad_records_as_warning_lines_and_goes_on(
     if command == "ls":
         assert len(lines) == 4
         assert sum("malformed" in line for line in lines) == 3
-        rows = {(row[0], row[1]): row for row in _rows(captured.out)[1:]}
+        rows = {(row[0], row[1]): row for row in table_rows(captured.out)[1:]}
         for key in (
             ("tensor", "tensors"),
             ("garbage_hparams", "hparams"),
@@ -388,21 +367,13 @@ def test_csv_to_standard_output_is_escaped_only_on_a_terminal(
     assert "run\\x1b[2J" in shown
 
 
-def _one_point_log(directory: Path) -> Path:
-    """Write one ``loss`` point into ``directory``; return its event file."""
-    with SummaryWriter(str(directory)) as writer:
-        writer.add_scalar("loss", 1.0, 1)
-    (file,) = directory.iterdir()
-    return file
-
-
 def test_reading_a_huge_file_shows_progress_on_a_terminal(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """While a long file is read, stderr (a terminal) shows how far; the line is cleared after."""
     import stoker.cli._logs as logs
 
-    file = _one_point_log(tmp_path)
+    file = one_point_log(tmp_path)
     with file.open("ab") as stream:
         stream.write(bytes(40 << 20))
     monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
@@ -423,7 +394,7 @@ def test_no_progress_when_stderr_is_not_a_terminal(
     """Redirected stderr gets warnings and errors only, never progress lines."""
     import stoker.cli._logs as logs
 
-    _one_point_log(tmp_path)
+    one_point_log(tmp_path)
     monkeypatch.setattr(logs, "_PROGRESS_AFTER", 0.0)
     assert run_cli(["logs", "ls", str(tmp_path)]) == 0
     assert capsys.readouterr().err == ""
@@ -486,7 +457,7 @@ def test_a_log_dir_that_cannot_be_read_is_one_error_line_and_status_2(
 ) -> None:
     """Each way a log dir cannot be read is one line on stderr naming it, the cause and the fix."""
     path = where.format(tmp=unreadable)
-    assert run_cli(_subcommand(command, path, unreadable / "x.png")) == 2
+    assert run_cli(logs_subcommand(command, path, unreadable / "x.png")) == 2
     captured = capsys.readouterr()
     assert captured.out == ""
     (line,) = captured.err.splitlines()
@@ -513,7 +484,7 @@ def test_follow_reports_damage_it_read_when_ctrl_c_ends_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Corrupt bytes appended while --follow runs are reported as a warning line at Ctrl-C."""
-    file = _one_point_log(tmp_path)
+    file = one_point_log(tmp_path)
 
     def damage() -> None:
         with file.open("ab") as stream:
@@ -531,7 +502,7 @@ def test_follow_ends_with_one_error_line_when_a_file_is_replaced(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """A file truncated under --follow is an error line and status 2, not a traceback."""
-    file = _one_point_log(tmp_path)
+    file = one_point_log(tmp_path)
     _follow_with(monkeypatch, [lambda: file.write_bytes(b"")])
     assert run_cli(["logs", "show", str(tmp_path), "loss", "--follow"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
@@ -597,55 +568,10 @@ def test_follow_warns_once_about_the_same_undated_points_at_every_redraw(
     assert "run 'a' tag 'loss': 5 point(s)" in line
 
 
-@pytest.fixture
-def large(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Four runs, read by two worker processes as a large log dir is.
-
-    Four runs, read by two worker processes as a log dir of 32 MiB or more on a machine of
-    two cores or more is (parallel.PARALLEL_MIN_BYTES lowered to one byte; threads other tests
-    left behind would make the reader read in-process).
-    """
-    from stoker.tensorboard._read import parallel
-
-    for index in range(4):
-        with SummaryWriter(str(tmp_path / "logs" / f"run{index}")) as writer:
-            for step in range(20):
-                writer.add_scalar("loss", float(index * 100 + step), step)
-    monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1)
-    monkeypatch.setattr(parallel, "usable_cpu_count", lambda: 2)
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
-    return tmp_path / "logs"
-
-
 # read by worker processes: tests/integration/cli/test_cli_logs_processes.py
 @pytest.mark.parametrize("workers", ["in-process"])
 def test_a_run_removed_while_the_log_dir_is_read_is_a_warning_line(
     large: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], workers: str
 ) -> None:
-    """`logs ls` lists the other runs when one is removed just before it is read.
-
-    `logs ls` over a log dir one of whose runs is removed just before it is read lists the
-    other runs, says which file was skipped in one warning line and exits 0; it was one error
-    line for the whole log dir, no run listed.
-    """
-    import shutil
-
-    from stoker.tensorboard._read import parallel
-    from stoker.tensorboard._read.run import RunData
-
-    if workers == "in-process":
-        monkeypatch.setattr(parallel, "PARALLEL_MIN_BYTES", 1 << 40)
-    original = RunData.load
-
-    def load(self: RunData) -> int:
-        if self.name == "run1":
-            shutil.rmtree(large / "run1")
-        return original(self)
-
-    monkeypatch.setattr(RunData, "load", load)
-    assert run_cli(["logs", "ls", str(large)]) == 0
-    captured = capsys.readouterr()
-    assert [row[0] for row in _rows(captured.out)[1:]] == ["run0", "run2", "run3"]
-    (line,) = captured.err.splitlines()
-    assert line.startswith(f"stoker logs: warning: '{large}/run1/")
-    assert line.endswith("skipped, it was removed after the log dir was listed")
+    """`logs ls` lists the other runs when one is removed just before it is read."""
+    check_run_removed_while_read(large, monkeypatch, capsys, workers)

@@ -7,51 +7,21 @@ tests/integration/data/test_data_workers_threads_processes.py.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pytest
+from data_workers_helpers import (
+    SquareVectors,
+    check_iterable_worker_state_reaches_the_iterator,
+    check_stats_count_batches_wait_and_busy_time,
+    plain_batches,
+)
 
-from stoker.data import DataLoader, Dataset, IterableDataset, get_worker_info
-
-
-class Squares(Dataset[Any]):
-    """Sample i: (a float vector filled with i, i squared)."""
-
-    def __init__(self, n: int, delay: float = 0.0) -> None:
-        self.n = n
-        self.delay = delay
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, index: int) -> tuple[Any, int]:
-        if self.delay:
-            time.sleep(self.delay * ((index * 7) % 3))  # uneven work: replies arrive out of order
-        return np.full(4, index, dtype=np.float32), index * index
+from stoker.data import DataLoader, Dataset, get_worker_info
 
 
-class Shards(IterableDataset[int]):
-    """Yields 0..n-1 split by worker, and keeps a state_dict of how far it got."""
-
-    def __init__(self, n: int) -> None:
-        self.n = n
-        self.position = 0
-
-    def __iter__(self) -> Iterator[int]:
-        info = get_worker_info()
-        start, step = (0, 1) if info is None else (info.id, info.num_workers)
-        for value in range(start, self.n, step):
-            self.position = value + 1
-            yield value
-
-    def state_dict(self) -> dict[str, int]:
-        return {"position": self.position}
-
-
-class Broken(Squares):
+class Broken(SquareVectors):
     """Fails at index 5."""
 
     def __getitem__(self, index: int) -> Any:
@@ -60,20 +30,14 @@ class Broken(Squares):
         return super().__getitem__(index)
 
 
-def _plain(batches: list[Any]) -> list[Any]:
-    out = []
-    for batch in batches:
-        if isinstance(batch, (list, tuple)):
-            out.append([np.asarray(part).tolist() for part in batch])
-        else:
-            out.append(np.asarray(batch).tolist())
-    return out
-
-
 def test_out_of_order_threads_yield_every_batch_once() -> None:
     """in_order=False with threads yields every batch exactly once."""
     loader = DataLoader(
-        Squares(40, delay=0.001), batch_size=4, num_workers=2, worker_type="thread", in_order=False
+        SquareVectors(40, delay=0.001),
+        batch_size=4,
+        num_workers=2,
+        worker_type="thread",
+        in_order=False,
     )
     labels = sorted(int(v) for _, squares in loader for v in np.sqrt(squares))
     assert labels == list(range(40))
@@ -134,16 +98,20 @@ def test_thread_failure_reraises_with_worker_and_index_and_goes_on() -> None:
 def test_worker_type_is_validated() -> None:
     """An unknown worker_type raises ValueError naming the valid values."""
     with pytest.raises(ValueError, match=r"worker_type must be 'process' or 'thread', got 'gpu'"):
-        DataLoader(Squares(3), worker_type="gpu")
+        DataLoader(SquareVectors(3), worker_type="gpu")
 
 
 def test_persistent_threads_serve_epochs_and_stop_on_close() -> None:
     """Persistent thread workers serve several epochs and end when the loader is closed."""
     before = set(threading.enumerate())
     loader = DataLoader(
-        Squares(10), batch_size=5, num_workers=2, worker_type="thread", persistent_workers=True
+        SquareVectors(10),
+        batch_size=5,
+        num_workers=2,
+        worker_type="thread",
+        persistent_workers=True,
     )
-    epochs = [_plain(list(loader)) for _ in range(3)]
+    epochs = [plain_batches(list(loader)) for _ in range(3)]
     assert epochs[0] == epochs[1] == epochs[2]
     threads = [t for t in set(threading.enumerate()) - before if t.name.startswith("stoker-")]
     assert len(threads) == 2
@@ -157,42 +125,17 @@ def test_persistent_threads_serve_epochs_and_stop_on_close() -> None:
 @pytest.mark.parametrize("worker_type", ["thread"])
 def test_stats_count_batches_wait_and_busy_time(worker_type: str) -> None:
     """loader.stats() counts batches served and per-worker busy time for both worker types."""
-    loader = DataLoader(
-        Squares(40, delay=0.001), batch_size=4, num_workers=2, worker_type=worker_type
-    )
-    assert loader.stats()["batches_served"] == 0
-    list(loader)
-    stats = loader.stats()
-    assert stats["batches_served"] == 10
-    assert set(stats["worker_busy_seconds"]) == {0, 1}
-    assert all(seconds > 0 for seconds in stats["worker_busy_seconds"].values())
-    assert stats["main_wait_seconds"] > 0
-    if worker_type == "process":
-        assert stats["bytes_moved"] == stats["bytes_inline"] > 0
-    else:
-        assert stats["bytes_moved"] == 0
+    check_stats_count_batches_wait_and_busy_time(worker_type)
 
 
 # with process workers: tests/integration/data/test_data_workers_threads_processes.py
 @pytest.mark.parametrize("worker_type", ["thread"])
 def test_iterable_worker_state_reaches_the_iterator(worker_type: str) -> None:
     """An IterableDataset's state_dict() after each batch is kept per worker as batches yield."""
-    loader = DataLoader(Shards(20), batch_size=3, num_workers=2, worker_type=worker_type)
-    iterator = iter(loader)
-    first = next(iterator)
-    assert np.asarray(first).tolist() == [0, 2, 4]
-    assert iterator.last_worker_state == {0: {"position": 5}}  # type: ignore[attr-defined]
-    next(iterator)
-    assert iterator.last_worker_state[1] == {"position": 6}  # type: ignore[attr-defined]
-    rest = list(iterator)
-    assert sum(len(batch) for batch in rest) == 20 - 6
-    assert iterator.last_worker_state == {  # type: ignore[attr-defined]
-        0: {"position": 19},
-        1: {"position": 20},
-    }
+    check_iterable_worker_state_reaches_the_iterator(worker_type)
 
 
-class Quitter(Squares):
+class Quitter(SquareVectors):
     """Raises SystemExit (which the worker loop does not catch) at index 3."""
 
     def __getitem__(self, index: int) -> Any:

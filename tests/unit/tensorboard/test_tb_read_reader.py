@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from tb_events import check_removed_after_listing, check_removed_while_read, runs_of_two_files
 from tb_loaders import accumulate
 
 from stoker.tensorboard import (
@@ -308,67 +309,14 @@ def test_a_progress_that_is_not_callable_is_refused(
         give(file, progress)
 
 
-def _runs_of_two_files(root: Path) -> None:
-    """Three runs; ``b`` has two event files (two writers), ``loss`` 0 in the first, 1 after."""
-    for name in ("a", "b", "c"):
-        with SummaryWriter(str(root / name)) as writer:
-            writer.add_scalar("loss", 0.0, 0)
-    with SummaryWriter(str(root / "b"), filename_suffix=".second") as writer:
-        writer.add_scalar("loss", 1.0, 1)
-
-
-def _remove_after_listing(monkeypatch: pytest.MonkeyPatch, remove: Any) -> None:
-    """Make the reader's next listing of the log dir call ``remove()`` once it is done."""
-    from stoker.tensorboard._read import reader as module
-
-    original = module.find_event_files
-    pending = [remove]
-
-    def listing(*args: Any) -> dict[str, list[str]]:
-        found = original(*args)
-        while pending:
-            pending.pop()()
-        return found
-
-    monkeypatch.setattr(module, "find_event_files", listing)
-
-
 # with two worker processes: tests/integration/tensorboard/test_tb_read_reader_workers.py
 @pytest.mark.parametrize("workers", [1])
 @pytest.mark.parametrize("what", ["file", "run"])
 def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int, what: str
 ) -> None:
-    """An event file or run removed between listing and reading is one warning per file.
-
-    An event file, or a whole run, removed between the listing and the read (in this
-    process or while workers read) is one warning per file; every other run and file is read,
-    and a run with no file left is not a run. It was an EventFileError, no run returned.
-    """
-    import shutil
-
-    from stoker.tensorboard._read import parallel
-
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
-    _runs_of_two_files(tmp_path)
-    (gone, kept) = sorted((tmp_path / "b").iterdir(), key=lambda path: "second" in path.name)
-    removed = [gone] if what == "file" else sorted((tmp_path / "b").iterdir())
-    _remove_after_listing(
-        monkeypatch, gone.unlink if what == "file" else lambda: shutil.rmtree(tmp_path / "b")
-    )
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        reader = Reader(tmp_path, workers=workers)
-    assert [str(item.message) for item in caught] == [
-        f"{str(path)!r}: skipped, it was removed after the log dir was listed" for path in removed
-    ]
-    assert all(item.category is CorruptRecordWarning for item in caught)
-    assert reader.runs == (["a", "b", "c"] if what == "file" else ["a", "c"])
-    for run in reader.runs:
-        expected = [1.0] if run == "b" else [0.0]
-        assert reader.scalars("loss", run).value.tolist() == expected
-    assert str(gone) not in reader.positions()
-    assert (str(kept) in reader.positions()) == (what == "file")
+    """An event file or run removed between listing and reading is one warning per file."""
+    check_removed_after_listing(tmp_path, monkeypatch, workers, what)
 
 
 # with two worker processes: tests/integration/tensorboard/test_tb_read_reader_workers.py
@@ -376,48 +324,8 @@ def test_a_file_or_run_removed_after_listing_is_a_warning_and_the_rest_is_read(
 def test_a_file_removed_while_it_is_read_keeps_what_was_read(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
 ) -> None:
-    """A file removed after its first piece was read keeps that piece's points, with a warning.
-
-    A file removed after its first piece was read keeps that piece's points, says so in a
-    warning naming the offset reached, and the other runs are read; a later reload goes on.
-    """
-    from stoker.tensorboard._read import files, parallel
-    from stoker.tensorboard._read.run import RunData
-
-    monkeypatch.setattr(parallel.threading, "active_count", lambda: 1)
-    for name in ("a", "b"):
-        with SummaryWriter(str(tmp_path / name)) as writer:
-            for step in range(40):
-                writer.add_scalar("loss", float(step), step)
-    (victim,) = (tmp_path / "a").iterdir()
-    monkeypatch.setattr(files, "READ_PIECE_BYTES", 256)  # pieces of a few records
-    original = RunData._ingest
-
-    def ingest(self: RunData, path: str, block: Any) -> None:
-        original(self, path, block)
-        if path == str(victim) and victim.exists():
-            victim.unlink()  # after the first piece
-
-    monkeypatch.setattr(RunData, "_ingest", ingest)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        reader = Reader(tmp_path, workers=workers)
-    (warning,) = caught
-    found = re.fullmatch(
-        re.escape(f"{str(victim)!r}: removed; what was read of it (up to offset ")
-        + r"(\d+)"
-        + re.escape(") is kept, and no more is read"),
-        str(warning.message),
-    )
-    assert found is not None, warning.message
-    kept = reader.scalars("loss", "a").step.tolist()
-    assert kept == list(range(len(kept)))
-    assert 0 < len(kept) < 40
-    assert reader.scalars("loss", "b").step.tolist() == list(range(40))
-    with SummaryWriter(str(tmp_path / "b")) as writer:
-        writer.add_scalar("loss", 99.0, 99)
-    assert reader.reload() == 2  # the new file's version record and its point
-    assert reader.scalars("loss", "a").step.tolist() == kept
+    """A file removed after its first piece was read keeps that piece's points, with a warning."""
+    check_removed_while_read(tmp_path, monkeypatch, workers)
 
 
 def test_read_events_skips_a_file_removed_after_listing(
@@ -426,7 +334,7 @@ def test_read_events_skips_a_file_removed_after_listing(
     """read_events warns about a file removed after the listing and walks the others."""
     from stoker.tensorboard._read import reader as module
 
-    _runs_of_two_files(tmp_path)
+    runs_of_two_files(tmp_path)
     gone = min((tmp_path / "b").iterdir())
     original = module.find_event_files
 

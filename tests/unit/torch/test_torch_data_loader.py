@@ -9,8 +9,6 @@ tests/integration/torch/test_torch_data_loader_workers.py.
 from __future__ import annotations
 
 import contextlib
-import inspect
-import random
 import warnings
 from typing import Any
 
@@ -21,9 +19,12 @@ import torch.utils.data as torch_data
 from torch_door_helpers import (
     SAMPLE_KINDS,
     Samples,
-    SeedRecorder,
     assert_same_batch,
-    batches_as_lists,
+    check_batches_are_exactly_torchs,
+    check_lightning_style_reinstantiation,
+    check_mnist_targets_and_one_element_batches,
+    check_seeds_and_global_state_after_manual_seed,
+    check_state_dict_resumes_a_shuffled_torch_program,
 )
 
 import stoker._torch as stoker_torch
@@ -34,10 +35,6 @@ IN_PROCESS = [pytest.param({"num_workers": 0}, id="0-workers")]
 """No workers: torch's loader, compared, starts no process either."""
 WORKERS = [*IN_PROCESS, pytest.param({"num_workers": 2, "worker_type": "thread"}, id="2-threads")]
 """Worker settings of stoker's loader that start no process."""
-
-
-def _torch_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in kwargs.items() if key != "worker_type"}
 
 
 def test_the_door_loader_is_a_torch_dataloader() -> None:
@@ -75,102 +72,27 @@ class Stream(torch_data.IterableDataset[int]):
         return 3
 
 
-def _lightning_reinstantiate(loader: Any, sampler: Any) -> Any:
-    """Rebuild ``loader`` around ``sampler`` as PyTorch Lightning 2.x does.
-
-    Rebuild ``loader`` around ``sampler`` as PyTorch Lightning 2.x does (its
-    ``_get_dataloader_init_args_and_kwargs`` and ``_dataloader_init_kwargs_resolve_sampler``
-    for a loader whose ``__init__`` was not wrapped): the public instance attributes that name
-    ``__init__`` parameters and differ from their defaults become keyword arguments, the
-    sampler is replaced, and ``type(loader)(**kwargs)`` is called.
-    """
-    if not isinstance(loader, torch_data.DataLoader):
-        raise ValueError(f"The dataloader {loader} needs to subclass `torch.utils.data.DataLoader`")
-    attrs = {k: v for k, v in vars(loader).items() if not k.startswith("_")}
-    attrs["multiprocessing_context"] = loader.multiprocessing_context
-    params = dict(inspect.signature(loader.__init__).parameters)
-    non_defaults = {n for n, p in params.items() if n in attrs and p.default is not attrs[n]}
-    non_defaults.add("dataset")
-    kwargs = {k: v for k, v in attrs.items() if k in non_defaults}
-    batch_sampler = loader.batch_sampler
-    if batch_sampler is not None and type(batch_sampler) is not torch_data.BatchSampler:
-        batch_sampler = type(batch_sampler)(
-            sampler, batch_size=batch_sampler.batch_size, drop_last=batch_sampler.drop_last
-        )
-        kwargs.update(sampler=None, shuffle=False, batch_sampler=batch_sampler)
-        kwargs.update(batch_size=1, drop_last=False)
-    else:
-        kwargs.update(sampler=sampler, shuffle=False, batch_sampler=None)
-    missing = set(kwargs) - params.keys()
-    assert not missing, f"the signature lacks {missing}"
-    return type(loader)(**kwargs)
-
-
 @pytest.mark.parametrize("worker_type", ["thread"])
 def test_lightning_style_reinstantiation_gives_a_stoker_loader_with_the_new_sampler(
     worker_type: str,
 ) -> None:
-    """A trainer's DistributedSampler injection rebuilds a door loader yielding the new shard.
-
-    A trainer's DistributedSampler injection rebuilds a door loader (stoker's engine, the
-    same settings, worker_type kept) that yields exactly the new sampler's shard; the shuffle
-    check trainers make on loader.sampler sees a torch RandomSampler.
-    """
-    dataset = Samples("tensor_int", length=12)
-    loader = door.DataLoader(
-        dataset, batch_size=3, shuffle=True, num_workers=2, worker_type=worker_type
-    )
-    assert isinstance(loader.sampler, torch_data.RandomSampler)  # Lightning: shuffled
-    shard = torch_data.DistributedSampler(dataset, num_replicas=2, rank=1, shuffle=False)
-    rebuilt = _lightning_reinstantiate(loader, shard)
-    assert type(rebuilt) is door.DataLoader
-    assert (rebuilt.num_workers, rebuilt.worker_type, rebuilt.batch_size) == (2, worker_type, 3)
-    assert rebuilt.sampler is shard
-    iterator = iter(rebuilt)
-    assert len(iterator.worker_pids) == 2  # stoker's worker iterator, not torch's
-    labels = [index for _, batch in iterator for index in batch.tolist()]
-    assert labels == [index % 10 for index in range(1, 12, 2)]
-    assert rebuilt.stats()["batches_served"] == 2  # stoker's engine ran it
+    """A trainer's DistributedSampler injection rebuilds a door loader yielding the new shard."""
+    check_lightning_style_reinstantiation(worker_type)
 
 
 @pytest.mark.parametrize("kwargs", IN_PROCESS)
 @pytest.mark.parametrize("kind", SAMPLE_KINDS)
 def test_batches_are_exactly_torchs(kind: str, kwargs: dict[str, Any]) -> None:
-    """Batches equal torch's default_collate output.
-
-    Batches equal torch's default_collate output: NumPy arrays, NumPy scalars and Python
-    numbers become tensors of torch's dtypes, strings and bytes stay lists, containers keep
-    their types (namedtuples, dicts, lists for tuples).
-    """
-    dataset = Samples(kind)
-    ours = list(door.DataLoader(dataset, batch_size=4, **kwargs))
-    theirs = list(torch_data.DataLoader(dataset, batch_size=4, **_torch_kwargs(kwargs)))
-    assert len(ours) == len(theirs) == 3
-    if kind == "nested":  # the last field holds unseeded draws: compared in the seed tests
-        ours, theirs = [b[:2] for b in ours], [b[:2] for b in theirs]
-    for position, (mine, other) in enumerate(zip(ours, theirs, strict=True)):
-        assert_same_batch(mine, other, f"batch {position}")
+    """Batches equal torch's default_collate output."""
+    check_batches_are_exactly_torchs(kind, kwargs)
 
 
 @pytest.mark.parametrize("kwargs", WORKERS)
 def test_mnist_targets_are_tensors_and_one_element_batches_convert_to_int(
     kwargs: dict[str, Any],
 ) -> None:
-    """(tensor, int) samples give an int64 target tensor; int() of a one-element batch works.
-
-    (tensor, int) samples give an int64 target tensor (target.to(device) works), and
-    int() of a one-element batch works as on torch's tensor.
-    """
-    loader = door.DataLoader(Samples("tensor_int", length=5), batch_size=4, **kwargs)
-    data, target = next(iter(loader))
-    assert target.dtype == torch.int64
-    assert target.to("cpu").shape == (4,)
-    assert data.dtype == torch.float32
-    assert data.shape == (4, 1, 3, 3)
-    (_, last), *_ = list(door.DataLoader(Samples("tensor_int", 5), batch_size=None))[4:]
-    assert int(last) == 4
-    single = next(iter(door.DataLoader(Samples("numpy", 1), batch_size=1, **kwargs)))
-    assert int(single[1]) == 0
+    """(tensor, int) samples give an int64 target tensor; int() of a one-element batch works."""
+    check_mnist_targets_and_one_element_batches(kwargs)
 
 
 def test_without_batching_samples_convert_as_torchs_default_convert() -> None:
@@ -234,27 +156,8 @@ def test_the_doors_array_conversion_is_torchs_as_tensor(
 def test_after_manual_seed_order_worker_seeds_and_global_state_equal_torchs(
     kwargs: dict[str, Any],
 ) -> None:
-    """generator=None draws from torch's global generator as torch does.
-
-    generator=None draws from torch's global generator as torch does: after
-    torch.manual_seed(s) the shuffled batches, each worker's seed (and its random, NumPy and
-    torch draws, with process workers), and the state left for the program equal torch's.
-    """
-    threads = kwargs.get("worker_type") == "thread"  # they share the process's generators
-
-    def run(module: Any, loader_kwargs: dict[str, Any]) -> tuple[list[Any], list[int]]:
-        torch.manual_seed(13)
-        random.seed(13)  # the main process's other generators, which torch leaves alone
-        np.random.seed(13)
-        dataset = SeedRecorder(draws=not threads)
-        loader = module.DataLoader(dataset, batch_size=4, shuffle=True, **loader_kwargs)
-        seen = batches_as_lists(loader) + batches_as_lists(loader)  # two epochs
-        return seen, torch.get_rng_state().tolist()
-
-    ours, state = run(door, kwargs)
-    theirs, torch_state = run(torch_data, _torch_kwargs(kwargs))
-    assert state == torch_state
-    assert ours == theirs
+    """generator=None draws from torch's global generator as torch does."""
+    check_seeds_and_global_state_after_manual_seed(kwargs)
 
 
 def test_pin_memory_without_an_accelerator_warns_torchs_text_and_returns_tensors() -> None:
@@ -271,17 +174,5 @@ def test_pin_memory_without_an_accelerator_warns_torchs_text_and_returns_tensors
 
 @pytest.mark.parametrize("kwargs", WORKERS)
 def test_state_dict_resumes_a_shuffled_torch_program_exactly(kwargs: dict[str, Any]) -> None:
-    """Stoker's resume state works through the door.
-
-    Stoker's resume state works through the door: after k batches of a torch-seeded
-    shuffle, a fresh loader loaded with the state yields the same remaining batches.
-    """
-    torch.manual_seed(2)
-    loader = door.DataLoader(Samples("tensor_int", 20), batch_size=3, shuffle=True, **kwargs)
-    iterator = iter(loader)
-    [next(iterator) for _ in range(3)]
-    state = loader.state_dict()
-    rest = [batch[1].tolist() for batch in iterator]
-    fresh = door.DataLoader(Samples("tensor_int", 20), batch_size=3, shuffle=True, **kwargs)
-    fresh.load_state_dict(state)
-    assert [batch[1].tolist() for batch in fresh] == rest
+    """Stoker's resume state works through the door."""
+    check_state_dict_resumes_a_shuffled_torch_program(kwargs)
