@@ -37,7 +37,13 @@ from stoker.tensorboard._names import unique_subdir
 from stoker.tensorboard._remote import check_storage_options, filesystem, is_url, local_path
 from stoker.tensorboard._rotate import Rotation
 
-__all__ = ["Destination", "LocalDestination", "RemoteDestination", "make_destination"]
+__all__ = [
+    "Destination",
+    "FileOptions",
+    "LocalDestination",
+    "RemoteDestination",
+    "make_destination",
+]
 
 _TRIES = 3
 _BACKOFF = 0.5
@@ -89,7 +95,7 @@ class LocalDestination:
 
     def new_subrun(self, name: str) -> str:
         """Create ``logdir/name`` (or the first free ``name-1``...) with an atomic ``mkdir``."""
-        return unique_subdir(self.logdir, name, local=True)
+        return unique_subdir(self.logdir, name)
 
     def file_closed(self, path: str, *, empty: bool) -> None:
         """Nothing to do: the file is already where it belongs."""
@@ -143,7 +149,7 @@ class RemoteDestination:
 
     def new_subrun(self, name: str) -> str:
         """``url/name``: a store has no atomic mkdir, and event file names are unique anyway."""
-        return unique_subdir(self.logdir, name, local=False)
+        return self.subrun(name)
 
     def _filesystem(self) -> Any:
         if self._fs is None:

@@ -91,19 +91,17 @@ def create_event_file(
     )
 
 
-def unique_subdir(logdir: str, name: str, *, local: bool) -> str:
-    """Claim the sub-run directory ``logdir/name``, or ``name-1``, ``name-2``... if taken.
+def unique_subdir(logdir: str, name: str) -> str:
+    """Claim the local sub-run directory ``logdir/name``, or ``name-1``, ``name-2``... if taken.
 
-    For a local ``logdir`` the directory is created with ``os.mkdir``, which fails when another
-    process created it first, so concurrent writers (DDP ranks calling ``add_hparams`` in the
-    same microsecond) each get their own sub-run. A URL ``logdir`` has no atomic mkdir; the
-    name is returned as is (its event files still have unique names).
+    The directory is created with ``os.mkdir``, which fails when another process created it
+    first, so concurrent writers (DDP ranks calling ``add_hparams`` in the same microsecond)
+    each get their own sub-run. (A URL log dir has no atomic mkdir: its destination names the
+    sub-run as is, and its event files still have unique names.)
 
     Returns:
-        The sub-run's path or URL.
+        The sub-run's path.
     """
-    if not local:
-        return f"{logdir.rstrip('/')}/{name}"
     os.makedirs(logdir, exist_ok=True)
     for index in range(_MAX_NAME_TRIES):
         path = os.path.join(logdir, name if index == 0 else f"{name}-{index}")

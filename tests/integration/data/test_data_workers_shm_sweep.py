@@ -66,3 +66,21 @@ def test_sweep_counts_the_exiting_process_as_ended(tmp_path: Any) -> None:
     assert sweep_orphans(directory) == 0
     assert sweep_orphans(directory, gone=me) == 2
     assert _names(directory) == [with_live]
+
+
+def test_a_loader_starting_its_workers_sweeps_the_names_of_ended_processes() -> None:
+    """The sweep runs when process workers start (after the forks), in the real directory."""
+    from stoker.data import DataLoader
+    from stoker.data._workers.shm import SHM_DIR
+
+    dead_pid = _ended_pid()
+    orphan = os.path.join(SHM_DIR, segment_name(dead_pid, dead_pid, 1))
+    with open(orphan, "wb"):
+        pass
+    try:
+        batches = DataLoader(list(range(4)), batch_size=2, num_workers=1)
+        assert [batch.tolist() for batch in batches] == [[0, 1], [2, 3]]
+        assert not os.path.exists(orphan)
+    finally:
+        if os.path.exists(orphan):
+            os.unlink(orphan)
