@@ -56,6 +56,10 @@ _DEFAULT_TIMEOUT = 300.0
 _SYNC_UNSUPPORTED = frozenset({errno.EINVAL, errno.EROFS, errno.ENOTSUP, errno.EOPNOTSUPP})
 
 
+class _Removed(FileNotFoundError):
+    """The open event file lost its name: everything written to it since is lost."""
+
+
 class EventFiles:
     """A writer's event files: the open one, its queue, its thread, and when to rotate.
 
@@ -133,21 +137,24 @@ class EventFiles:
         self.dest.file_closed(self.path, empty=self.file_events == 0)
 
     def _check_named(self, fd: int) -> None:
-        """Raise ``FileNotFoundError`` if the open file was removed: what it holds is lost.
-
-        The message names the directory when that is what went (``rm -rf`` of the log dir).
-        """
+        """Raise ``FileNotFoundError`` if the open file was removed: what it holds is lost."""
         if os.fstat(fd).st_nlink == 0:
-            directory = os.path.dirname(self.path)
-            if os.path.isdir(directory):
-                what = "event file"
-            elif isinstance(self.dest, LocalDestination):
-                what = f"log directory {directory!r}"
-            else:
-                what = f"staging directory {directory!r} of {self.logdir!r}"
-            raise FileNotFoundError(
-                errno.ENOENT, f"{what} was removed while the writer had it open", self.path
-            )
+            raise _Removed(errno.ENOENT, self._removed_text(), self.path)
+
+    def _removed_text(self) -> str:
+        """What was removed, named when asked: the log dir if it is gone (``rm -rf`` of it).
+
+        Asked again when the error reaches the caller: the thread may notice the nameless file
+        in the middle of an ``rm -rf``, after the file went and before its directory did.
+        """
+        directory = os.path.dirname(self.path)
+        if os.path.isdir(directory):
+            what = "event file"
+        elif isinstance(self.dest, LocalDestination):
+            what = f"log directory {directory!r}"
+        else:
+            what = f"staging directory {directory!r} of {self.logdir!r}"
+        return f"{what} was removed while the writer had it open"
 
     def failure(self) -> OSError | RuntimeError:
         """The error to raise for the failed write, of the same kind, naming what was lost."""
@@ -159,7 +166,12 @@ class EventFiles:
             hint = "the disk is full: free space"
         else:
             hint = "check the log directory"
-        reason = err.strerror if isinstance(err, OSError) and err.strerror else repr(err)
+        if isinstance(err, _Removed):
+            reason = self._removed_text()
+        elif isinstance(err, OSError) and err.strerror:
+            reason = err.strerror
+        else:
+            reason = repr(err)
         lost_text = f"{lost} event(s) were not written; " if lost else ""
         text = (
             f"event writer failed: {reason}; {lost_text}{hint}, then close() the writer and "

@@ -169,9 +169,12 @@ def test_removed_log_dir_raises_file_not_found_at_the_next_call(tmp_path: Path, 
 
     The open file still takes writes once it has no name, so without a check every later point
     would vanish; flush() finds out at once, add_* once the thread has checked (<= ~1 s).
+    The thread's idle wake-up is put off for the test (max_queue=1 wakes it at each add
+    instead), so that the add right after the removal is the one the thread finds lost.
     """
     logdir = tmp_path / "run"
-    writer = stb.SummaryWriter(logdir)
+    writer = stb.SummaryWriter(logdir, max_queue=1)
+    _state(writer).flush_interval = 3600.0  # the flush below makes the thread take it up
     writer.add_scalar("x", 1.0, 1)
     writer.flush()
     shutil.rmtree(logdir)
@@ -215,6 +218,28 @@ def test_a_removal_is_found_while_idle_so_the_first_add_after_it_raises(
     named = f"log directory {str(logdir)!r}" if removed == "log dir" else "event file"
     assert f"{named} was removed" in str(raised.value)
     assert "were not written" not in str(raised.value)
+    with contextlib.suppress(FileNotFoundError):
+        writer.close()
+
+
+def test_a_log_dir_removed_while_the_thread_looks_is_named_as_the_log_dir(tmp_path: Path) -> None:
+    """The thread may find the file gone in the middle of ``rm -rf``, before its directory goes.
+
+    The error names what is gone when it reaches the caller: here the log dir, though the
+    thread noticed while the directory was still there.
+    """
+    logdir = tmp_path / "run"
+    writer = stb.SummaryWriter(logdir)
+    writer.add_scalar("x", 1.0, 1)
+    writer.flush()
+    os.remove(_state(writer).path)  # rm -rf's first step: the files, then the directory
+    _wait_for_failure(writer)
+    logdir.rmdir()
+    with pytest.raises(FileNotFoundError) as raised:
+        writer.add_scalar("x", 2.0, 2)
+    assert f"log directory {str(logdir)!r} was removed while the writer had it open" in str(
+        raised.value
+    )
     with contextlib.suppress(FileNotFoundError):
         writer.close()
 
