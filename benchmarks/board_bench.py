@@ -276,8 +276,8 @@ def _get_bytes(url: str) -> bytes:
         return data
 
 
-def _post(url: str, fields: dict[str, str]) -> Any:
-    """A form POST, as the page sends it."""
+def _post_bytes(url: str, fields: dict[str, str]) -> bytes:
+    """A form POST, as the page sends it; the answer's bytes."""
     request = urllib.request.Request(
         url,
         data=urllib.parse.urlencode(fields).encode(),
@@ -285,7 +285,8 @@ def _post(url: str, fields: dict[str, str]) -> Any:
         method="POST",
     )
     with urllib.request.urlopen(request, timeout=300) as response:
-        return json.loads(response.read())
+        data: bytes = response.read()
+        return data
 
 
 def _poll(server: Server, deadline: float, step: Callable[[], bool]) -> None:
@@ -349,20 +350,29 @@ def await_images(server: Server, base: str, runs: list[str], count: int, deadlin
     _poll(server, deadline, step)
 
 
-def refresh(base: str, runs: list[str], counts: dict[str, int]) -> float:
-    """Seconds for the Time Series page's requests on a reload, every answer checked."""
+def refresh(base: str, runs: list[str], counts: dict[str, int]) -> tuple[float, float]:
+    """Seconds for the Time Series page's requests on a reload, every answer checked.
+
+    Also the seconds until every answer's last byte had arrived: the refresh less the time
+    this process took to parse the answers' JSON (a browser parses too, faster).
+    """
     start = time.perf_counter()
     for route in ("environment", "runs", "plugins_listing", "plugin/timeseries/tags"):
         if _get(f"{base}/data/{route}") is None:
             raise SystemExit(f"/data/{route} failed")
+    parsing = 0.0
     for tag, count in counts.items():
         request = json.dumps([{"plugin": "scalars", "tag": tag}])
-        answer = _post(f"{base}/data/plugin/timeseries/timeSeries", {"requests": request})
+        data = _post_bytes(f"{base}/data/plugin/timeseries/timeSeries", {"requests": request})
+        parse_start = time.perf_counter()
+        answer = json.loads(data)
+        parsing += time.perf_counter() - parse_start
         series = answer[0].get("runToSeries") or {}
         short = [run for run in runs if len(series.get(run, ())) != count]
         if short:
             raise SystemExit(f"timeSeries {tag}: {len(short)} runs short, e.g. {short[0]}")
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    return took, took - parsing
 
 
 # --- the servers ----------------------------------------------------------------------------
@@ -389,7 +399,8 @@ class Scenario(NamedTuple):
     samples: str  # --samples_per_plugin
     env: dict[str, str]
     wait: Callable[[Server, str, float], None]  # (server, base URL, deadline): until loaded
-    after: Callable[[str], float] | None = None  # (base URL) -> seconds of one refresh
+    # (base URL) -> seconds of one refresh, and until its answers had arrived
+    after: Callable[[str], tuple[float, float]] | None = None
     s3: bool = False
 
 
@@ -415,7 +426,8 @@ def measure(
             result.update(status="ok", seconds=time.perf_counter() - server.started)
             if scenario.after is not None:
                 times = [scenario.after(base) for _ in range(args.refreshes)]
-                result["refresh_s"] = statistics.median(times)
+                result["refresh_s"] = statistics.median(took for took, _ in times)
+                result["refresh_served_s"] = statistics.median(served for _, served in times)
             server.watch.sample()
             result["rss_mib"] = server.watch.peak / 2**20
     return result
@@ -425,6 +437,8 @@ def servers(scenario: Scenario, args: argparse.Namespace) -> dict[str, Any]:
     """Every server on one log dir, one after another, each on a port of its own."""
     results = []
     for name in (STOKER, RUST, PYTHON):
+        if name not in args.servers:
+            continue
         port = logdir_bench._free_port()
         command = commands(scenario.logdir, port, scenario.samples, scenario.s3)[name]
         if command is None and name == RUST:
@@ -449,7 +463,7 @@ def report(title: str, results: list[dict[str, Any]]) -> None:
     header = f"{'server':<32}{'seconds':>10}{'vs Rust':>10}{'vs Python':>11}{'peak RSS MiB':>14}"
     refreshes = any("refresh_s" in row for row in results)
     if refreshes:
-        header += f"{'refresh s':>11}{'vs Rust':>10}{'vs Python':>11}"
+        header += f"{'refresh s':>11}{'vs Rust':>10}{'vs Python':>11}{'served s':>10}"
     print(header)
     for row in results:
         if "seconds" not in row and not row["status"].startswith(">"):
@@ -463,6 +477,8 @@ def report(title: str, results: list[dict[str, Any]]) -> None:
             fresh = f"{row['refresh_s']:.2f}" if "refresh_s" in row else "-"
             line += f"{fresh:>11}{ratio(row, RUST, 'refresh_s'):>10}"
             line += f"{ratio(row, PYTHON, 'refresh_s'):>11}"
+            served = f"{row['refresh_served_s']:.2f}" if "refresh_served_s" in row else "-"
+            line += f"{served:>10}"
         print(line)
     print("(vs X: X's seconds / this row's; above 1 is faster than X)\n", flush=True)
 
@@ -753,7 +769,15 @@ def main() -> None:
     parser.add_argument("--limit", type=float, default=900.0, help="seconds per server at most")
     parser.add_argument("--only", default=",".join(SCENARIOS), help="comma-separated scenarios")
     parser.add_argument("--json", type=Path, help="save the results here")
+    parser.add_argument(
+        "--servers", default="stoker,rust,python", help="comma-separated: stoker, rust, python"
+    )
     args = parser.parse_args()
+    names = {"stoker": STOKER, "rust": RUST, "python": PYTHON}
+    picked = [name for name in args.servers.split(",") if name]
+    if not picked or set(picked) - set(names):
+        parser.error(f"--servers takes stoker, rust, python, got {args.servers!r}")
+    args.servers = {names[name] for name in picked}
     chosen = [name for name in args.only.split(",") if name]
     unknown = set(chosen) - set(SCENARIOS)
     if unknown:

@@ -8,7 +8,7 @@ take torch's signatures), so one corpus is written twice, once per writer. The r
   ``add_histogram_raw``), images (one, a batch, boxes), audio, text (markdown, a table), PR
   curves, meshes, a graph, the custom-scalars layout, an embedding;
 - ``train/losses_x``, ``train/losses_y``: the sub-runs of ``add_scalars("losses", ...)``;
-- ``eval``: scalars, an image, text;
+- ``eval``: scalars (one that diverged: NaN, infinities, beyond float32), an image, text;
 - ``a/b``: a nested run, scalars and histograms;
 - ``hp``, ``hp/lr_0.1``...: one sub-run per ``add_hparams`` call (experiment, session start and
   end, metrics).
@@ -38,6 +38,8 @@ BATCH = _RNG.integers(0, 256, (2, 3, 8, 10, 3), dtype=np.uint8)  # 3 per step, i
 EVAL_PICTURE = _RNG.integers(0, 256, (10, 14, 1), dtype=np.uint8)
 BOX_IMAGE = _RNG.integers(0, 256, (3, 24, 32), dtype=np.uint8)
 BOXES = np.array([[2, 2, 20, 15], [5, 1, 9, 9]])
+# A loss that diverged: NaN, both infinities, a value beyond float32 and one below its range.
+DIVERGED = [0.5, float("nan"), float("inf"), float("-inf"), 1e300, 1e-50, -0.0, 3.0]
 SAMPLE_RATE = 8000
 TONE = np.sin(np.linspace(0, 40 * np.pi, 800, endpoint=False))[None, :] * 0.5
 HISTOGRAM_VALUES = _RNG.normal(size=(4, 300))
@@ -173,6 +175,8 @@ def _eval(run: Path, writer_class: Any) -> None:
     with writer_class(str(run)) as w:
         for step in range(0, 60, 6):
             w.add_scalar("loss", 2.0 / (step + 1), step, walltime=WALL + step + 0.5)
+        for step, value in enumerate(DIVERGED):
+            w.add_scalar("diverged", value, step, walltime=WALL + step)
         w.add_image("picture", EVAL_PICTURE, 4, walltime=WALL + 4, dataformats="HWC")
         w.add_text("notes", "evaluation *only*", 4, walltime=WALL + 4)
 

@@ -546,6 +546,41 @@ def board_address(logdir: Path) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def serve_board_page(logdir: Path) -> Iterator[str]:
+    """``stoker board``'s two servers on ``logdir``, in this process; yield the page's URL.
+
+    The data server, TensorBoard's web server asking it, and the page server in front of
+    both (the scalar routes answered from the reader's columns, the rest passed to TensorBoard),
+    as ``stoker board`` puts them together. On the way out, checks that the page server
+    answered scalar requests itself (a page server passing everything on would hide nothing
+    from a crawl): ``PAGE_ANSWERED`` holds its counts by route.
+    """
+    from stoker.board import DataServer
+    from stoker.board._page import PageServer
+
+    with (
+        DataServer(logdir, host="127.0.0.1", port=0, reload_interval=1.0) as server,
+        serve_with_provider(logdir, server.address) as base,
+    ):
+        inner = urllib.parse.urlsplit(base)
+        assert inner.hostname is not None
+        assert inner.port is not None
+        page = PageServer(
+            server.provider, (inner.hostname, inner.port), host="127.0.0.1", port=0
+        ).start()
+        try:
+            yield f"http://127.0.0.1:{page.port}"
+        finally:
+            page.stop()
+        PAGE_ANSWERED.clear()
+        PAGE_ANSWERED.update(page.answered)
+
+
+PAGE_ANSWERED: dict[str, int] = {}
+"""The last ``serve_board_page``'s requests answered by the page server itself, by route."""
+
+
+@contextlib.contextmanager
 def rust_data_server(logdir: Path) -> Iterator[str]:
     """TensorBoard's Rust data server, started alone on ``logdir``; yields ``HOST:PORT``.
 

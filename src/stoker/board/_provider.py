@@ -29,7 +29,7 @@ import json
 import random
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ __all__ = [
     "BLOB_CHUNK_BYTES",
     "Provider",
     "RequestError",
+    "ScalarColumns",
     "blob_key",
     "downsample_indices",
     "parse_blob_key",
@@ -61,6 +62,14 @@ BLOB_CHUNK_BYTES = 1 << 20
 """Most bytes of a blob sent in one ``ReadBlobResponse`` of the stream."""
 _CACHE_ENTRIES = 512
 _CACHE_BYTES = 256 << 20
+
+
+ScalarColumns = tuple[
+    "np.ndarray[Any, np.dtype[np.int64]]",
+    "np.ndarray[Any, np.dtype[np.float64]]",
+    "np.ndarray[Any, np.dtype[np.float32]]",
+]
+"""One scalar series: steps, wall times and values (float32, as the protocol carries them)."""
 
 
 class RequestError(Exception):
@@ -140,13 +149,24 @@ def parse_blob_key(key: str) -> tuple[str, str, int, int]:
 
 
 class _Filter:
-    """A request's plugin and run/tag filters."""
+    """A plugin and run/tag filters (None: every run, every tag)."""
 
-    def __init__(self, request: Any) -> None:
-        self.plugin = request.plugin_filter.plugin_name
+    def __init__(
+        self, plugin: str, runs: frozenset[str] | None, tags: frozenset[str] | None
+    ) -> None:
+        self.plugin = plugin
+        self.runs = runs
+        self.tags = tags
+
+    @classmethod
+    def of(cls, request: Any) -> _Filter:
+        """The filters of a list or read request."""
         rtf = request.run_tag_filter
-        self.runs = frozenset(rtf.runs.names) if rtf.HasField("runs") else None
-        self.tags = frozenset(rtf.tags.names) if rtf.HasField("tags") else None
+        return cls(
+            request.plugin_filter.plugin_name,
+            frozenset(rtf.runs.names) if rtf.HasField("runs") else None,
+            frozenset(rtf.tags.names) if rtf.HasField("tags") else None,
+        )
 
     def select(
         self, runs: dict[str, SeriesRun], data_class: int
@@ -213,6 +233,7 @@ class Provider:
         self._runs = log.series_runs()
         self._cache: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
         self._cached_bytes = 0
+        self._generation = 0
 
     @property
     def run_count(self) -> int:
@@ -223,6 +244,14 @@ class Provider:
     def location(self) -> str:
         """The log dir served (a path or URL)."""
         return self._log.path
+
+    @property
+    def generation(self) -> int:
+        """A number that changes whenever a reload changes what is served.
+
+        Answers kept under it stay valid until it changes.
+        """
+        return self._generation
 
     def reload(self) -> int:
         """Read what writers appended since the last reload; return the records read.
@@ -237,6 +266,7 @@ class Provider:
             if count or set(self._runs) != before:
                 self._cache.clear()
                 self._cached_bytes = 0
+                self._generation += 1
             return count
 
     def cached(self, method: str, request: bytes, answer: Callable[[bytes], bytes]) -> bytes:
@@ -255,6 +285,26 @@ class Provider:
                     _, dropped = self._cache.popitem(last=False)
                     self._cached_bytes -= len(dropped)
             return response
+
+    def scalar_columns(
+        self, plugin: str, tag: str, runs: Sequence[str] | None, num_points: int
+    ) -> list[tuple[str, ScalarColumns]]:
+        """The points of one tag's scalar series in each run, as ReadScalars selects them.
+
+        Runs are those of ``runs`` (every run for None) that hold ``tag`` as a scalar series
+        of ``plugin``, in ReadScalars' order; each series downsampled to ``num_points`` as
+        ReadScalars does, its values rounded to float32 as the protocol carries them.
+        """
+        chosen = _Filter(plugin, None if runs is None else frozenset(runs), frozenset((tag,)))
+        out: list[tuple[str, ScalarColumns]] = []
+        with self._lock:
+            for name, run, _ in chosen.select(self._runs, SCALAR):
+                steps, walls, values = run.scalar_arrays(tag)
+                keep = downsample_indices(len(steps), num_points)
+                with np.errstate(over="ignore"):  # beyond float32: inf, as the protocol has it
+                    value32 = values[keep].astype(np.float32)
+                out.append((name, (steps[keep], walls[keep], value32)))
+        return out
 
     # --- the service's methods: each is called with the lock held (see ``cached``) ---------
 
@@ -284,7 +334,7 @@ class Provider:
     def list_scalars(self, request: Any) -> Any:
         """ListScalars: scalar series with their last step and wall time."""
         response = pb.ListScalarsResponse()
-        for name, run, series in _Filter(request).select(self._runs, SCALAR):
+        for name, run, series in _Filter.of(request).select(self._runs, SCALAR):
             entry = response.runs.add(run_name=name)
             for tag, metadata in series:
                 steps, walls, _ = run.scalar_arrays(tag)
@@ -298,7 +348,7 @@ class Provider:
         """ReadScalars: the points of scalar series, downsampled."""
         count = _num_points(request)
         response = pb.ReadScalarsResponse()
-        for name, run, series in _Filter(request).select(self._runs, SCALAR):
+        for name, run, series in _Filter.of(request).select(self._runs, SCALAR):
             entry = response.runs.add(run_name=name)
             for tag, _ in series:
                 steps, walls, values = run.scalar_arrays(tag)
@@ -312,7 +362,7 @@ class Provider:
     def list_tensors(self, request: Any) -> Any:
         """ListTensors: tensor series with their last step and wall time."""
         response = pb.ListTensorsResponse()
-        for name, run, series in _Filter(request).select(self._runs, TENSOR_CLASS):
+        for name, run, series in _Filter.of(request).select(self._runs, TENSOR_CLASS):
             entry = response.runs.add(run_name=name)
             for tag, metadata in series:
                 tag_entry = entry.tags.add(tag_name=tag)
@@ -326,7 +376,7 @@ class Provider:
         """ReadTensors: the tensors of tensor series, downsampled, as they were written."""
         count = _num_points(request)
         response = pb.ReadTensorsResponse()
-        for name, run, series in _Filter(request).select(self._runs, TENSOR_CLASS):
+        for name, run, series in _Filter.of(request).select(self._runs, TENSOR_CLASS):
             entry = response.runs.add(run_name=name)
             for tag, _ in series:
                 points = run.items["tensor"].get(tag, [])
@@ -341,7 +391,7 @@ class Provider:
     def list_blob_sequences(self, request: Any) -> Any:
         """ListBlobSequences: blob series with their last step, wall time and longest step."""
         response = pb.ListBlobSequencesResponse()
-        for name, run, series in _Filter(request).select(self._runs, BLOB_SEQUENCE):
+        for name, run, series in _Filter.of(request).select(self._runs, BLOB_SEQUENCE):
             entry = response.runs.add(run_name=name)
             for tag, metadata in series:
                 points = run.items["blob"].get(tag, [])
@@ -357,7 +407,7 @@ class Provider:
         """ReadBlobSequences: blob keys per step (first point of each step), downsampled."""
         count = _num_points(request)
         experiment = request.experiment_id
-        chosen = _Filter(request)
+        chosen = _Filter.of(request)
         response = pb.ReadBlobSequencesResponse()
         for name, run, series in chosen.select(self._runs, BLOB_SEQUENCE):
             entry = response.runs.add(run_name=name)

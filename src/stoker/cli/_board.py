@@ -1,10 +1,12 @@
 """``stoker board``: TensorBoard's web page on stoker's data server, and both ended together.
 
-The command checks that TensorBoard's port is free, picks a free port on 127.0.0.1 for the data
-server, starts TensorBoard's web server against it (``tensorboard --grpc_data_provider
-HOST:PORT``, plus ``--logdir`` for a local log dir so that the projector, which reads files
-itself, keeps working), reads the log dir meanwhile, starts serving, and prints the page's URL
-once TensorBoard answers on its port as the page of this data server. TensorBoard runs in a
+The command checks that the page's port is free, picks free ports on 127.0.0.1 for the data
+server and for TensorBoard's web server, starts TensorBoard's web server against the data server
+(``tensorboard --grpc_data_provider HOST:PORT``, plus ``--logdir`` for a local log dir so that
+the projector, which reads files itself, keeps working), reads the log dir meanwhile, starts
+serving, and once TensorBoard answers as the page of this data server starts the page server
+(:mod:`stoker.board._page`: the scalar routes answered from the reader's columns, every other
+request passed to TensorBoard) on the page's address and prints its URL. TensorBoard runs in a
 process group of its own, ended on every way out: Ctrl-C (exit status 0), SIGTERM or SIGHUP
 (128 + the signal's number, as a shell reports it), an error, or TensorBoard exiting by itself
 (its own status). On Linux it is also told to end if this process is killed outright.
@@ -33,12 +35,13 @@ import threading
 import time
 import urllib.request
 from collections.abc import Sequence
-from typing import IO, TYPE_CHECKING, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from stoker.tensorboard import EventFileError
 
 if TYPE_CHECKING:
     from stoker.board import DataServer
+    from stoker.board._page import PageServer
 
 __all__ = ["main", "serve"]
 
@@ -80,8 +83,11 @@ def _die_with(parent: int) -> None:  # pragma: no cover - runs in the child betw
 class _Stderr:
     """Forwards TensorBoard's stderr to this process's, less its banner lines.
 
-    A line is forwarded as soon as it is complete; a thread of its own reads the pipe until
-    TensorBoard's end closes it.
+    From :meth:`start` on, a line is forwarded as soon as it is complete; a thread of its own
+    reads the pipe until TensorBoard's end closes it. It is started once the log dir is read:
+    the reader forks its workers only in a process without other threads, and until then what
+    TensorBoard writes waits in the pipe (a pipe holds 64 KiB; TensorBoard's start-up writes a
+    few lines).
     """
 
     def __init__(self, pipe: IO[bytes]) -> None:
@@ -89,7 +95,11 @@ class _Stderr:
         self.stopping = False  # set before this process sends TensorBoard SIGTERM
         self._thread = threading.Thread(target=self._forward, name="tensorboard-stderr")
         self._thread.daemon = True  # never keeps this process alive
-        self._thread.start()
+
+    def start(self) -> None:
+        """Start forwarding (once)."""
+        if self._thread.ident is None:
+            self._thread.start()
 
     def _forward(self) -> None:
         out = getattr(sys.stderr, "buffer", None)
@@ -106,6 +116,7 @@ class _Stderr:
 
     def join(self) -> None:
         """Wait (a bounded time) until everything TensorBoard wrote is forwarded."""
+        self.start()
         self._thread.join(timeout=10.0)
         if not self._thread.is_alive():
             self._pipe.close()
@@ -215,18 +226,35 @@ def _own_flag(flags: Sequence[str]) -> str | None:
     return None
 
 
-def _serves(url: str, address: str) -> bool:
-    """Whether TensorBoard answers at ``url`` as the page of the data server at ``address``.
+def _environment(url: str, address: str) -> dict[str, Any] | None:
+    """TensorBoard's ``/data/environment`` at ``url``, if it is the data server's page.
 
-    Its environment names its flags; a TensorBoard that names none is taken.
+    None while it is not up, or when it is the page of another data server than ``address``:
+    its environment names its flags, and a TensorBoard that names none is taken.
     """
     try:
         with urllib.request.urlopen(f"{url}data/environment", timeout=2.0) as answer:
             environment = json.loads(answer.read())
     except (OSError, ValueError):  # not up yet, or not TensorBoard
-        return False
-    flags = environment.get("debug", {}).get("flags", {}) if isinstance(environment, dict) else {}
-    return not isinstance(flags, dict) or flags.get("grpc_data_provider", address) == address
+        return None
+    if not isinstance(environment, dict):
+        return None
+    flags = environment.get("debug", {}).get("flags", {})
+    if isinstance(flags, dict) and flags.get("grpc_data_provider", address) != address:
+        return None
+    return environment
+
+
+def _samples(environment: dict[str, Any]) -> int:
+    """The scalar points per series TensorBoard keeps (``--samples_per_plugin scalars=N``)."""
+    flags = environment.get("debug", {}).get("flags", {})
+    hints = flags.get("samples_per_plugin") if isinstance(flags, dict) else None
+    samples = hints.get("scalars") if isinstance(hints, dict) else None
+    if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 0:
+        return samples
+    from stoker.board._page import DEFAULT_SAMPLES  # noqa: PLC0415 - the tensorboard extra's
+
+    return DEFAULT_SAMPLES
 
 
 def _tensorboard_missing(command: str) -> bool:
@@ -249,17 +277,22 @@ def _start_tensorboard(
     return _TensorBoard(command)
 
 
-def _wait_for_page(tensorboard: _TensorBoard, url: str, address: str) -> int | None:
-    """Wait until TensorBoard serves its page; return its exit status if it ended first."""
+def _wait_for_page(
+    tensorboard: _TensorBoard, url: str, address: str
+) -> tuple[int | None, dict[str, Any]]:
+    """Wait until TensorBoard serves its page.
+
+    Returns its exit status if it ended first (else None), and its environment.
+    """
     deadline = time.monotonic() + _READY_SECONDS
-    while not _serves(url, address):
+    while (environment := _environment(url, address)) is None:
         ended = tensorboard.ended()
         if ended is not None:
-            return ended
+            return ended, {}
         if time.monotonic() > deadline:
             raise RuntimeError(f"TensorBoard did not answer at {url} within {_READY_SECONDS:.0f} s")
         time.sleep(0.1)
-    return None
+    return None, environment
 
 
 def _read(logdir: str, host: str, port: int, reload_interval: float, command: str) -> DataServer:
@@ -273,6 +306,28 @@ def _read(logdir: str, host: str, port: int, reload_interval: float, command: st
         f"{time.monotonic() - started:.1f} s\n"
     )
     return server
+
+
+def _page(
+    server: DataServer, inner_port: int, host: str, port: int, *, prefix: str, samples: int,
+    command: str,
+) -> PageServer | None:  # fmt: skip
+    """Start the page server on ``host:port`` in front of TensorBoard; None if it cannot listen.
+
+    (The port was free when the command started; something may have taken it since.)
+    """
+    from stoker.board._page import PageServer  # noqa: PLC0415 - the tensorboard extra's
+
+    try:
+        page = PageServer(server.provider, (_DATA_HOST, inner_port), host=host, port=port,
+                          path_prefix=prefix, samples=samples)  # fmt: skip
+    except OSError as err:
+        sys.stderr.write(
+            f"{command}: cannot listen on {host}:{port}: {err.strerror or err}; "
+            "stop what uses that port or pick another with --port\n"
+        )
+        return None
+    return page.start()
 
 
 def serve(
@@ -311,6 +366,7 @@ def serve(
         return 2
     tensorboard: _TensorBoard | None = None
     server: DataServer | None = None
+    page: PageServer | None = None
     previous = {sig: signal.signal(sig, _raise_stopped) for sig in _STOP_SIGNALS}
     try:
         if data_server_only:
@@ -329,12 +385,20 @@ def serve(
             return 1
         data_port = _free_port(_DATA_HOST)
         address = f"{_DATA_HOST}:{data_port}"
-        tensorboard = _start_tensorboard(logdir, address, host, port, tensorboard_args)
+        inner_port = _free_port(_DATA_HOST)  # TensorBoard's own, behind the page server
+        tensorboard = _start_tensorboard(logdir, address, _DATA_HOST, inner_port, tensorboard_args)
         server = _read(logdir, _DATA_HOST, data_port, reload_interval, command).start()
-        url = _url(host, port, _path_prefix(tensorboard_args))
-        ended = _wait_for_page(tensorboard, url, address)
+        tensorboard.stderr.start()  # after the read: its workers fork from a one-thread process
+        prefix = _path_prefix(tensorboard_args)
+        ended, environment = _wait_for_page(
+            tensorboard, _url(_DATA_HOST, inner_port, prefix), address
+        )
         if ended is None:
-            sys.stdout.write(f"TensorBoard at {url} (Ctrl-C stops it)\n")
+            page = _page(server, inner_port, host, port, prefix=prefix,
+                         samples=_samples(environment), command=command)  # fmt: skip
+            if page is None:
+                return 1
+            sys.stdout.write(f"TensorBoard at {_url(host, port, prefix)} (Ctrl-C stops it)\n")
             sys.stdout.flush()
             ended = tensorboard.wait()
         if ended:
@@ -352,6 +416,8 @@ def serve(
         previous[signal.SIGINT] = signal.getsignal(signal.SIGINT)
         for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
+        if page is not None:
+            page.stop()
         if tensorboard is not None:
             tensorboard.stop()
         if server is not None:

@@ -64,7 +64,7 @@ SCALAR_TAGS = [
 
 # The series each scalar chart draws, as (tag, runs); a chart draws each twice, raw and smoothed.
 SCALAR_SERIES = [
-    ("band/high", 1), ("band/low", 1), ("band/mid", 1), ("depth/inner", 1),
+    ("band/high", 1), ("band/low", 1), ("band/mid", 1), ("depth/inner", 1), ("diverged", 1),
     ("hparam/accuracy", 3), ("hparam/loss", 3), ("loss", 3), ("losses", 2), ("lr", 1),
     ("lr_double", 1),
 ]  # fmt: skip

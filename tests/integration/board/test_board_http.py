@@ -11,7 +11,8 @@ series, ``lr_double``, is compared after rounding both sides to float32.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +33,51 @@ WRITERS: dict[str, Callable[[Path], Path]] = {
 }
 
 
-@pytest.mark.parametrize("writer", sorted(WRITERS))
-def test_board_answers_as_the_python_loader(writer: str, tmp_path: Path) -> None:
-    """Every route the page asks answers alike through ``stoker board`` and the Python loader.
-
-    Every route the page asks (runs, plugin listing, every plugin's tags, data and blobs,
-    hparams and time series as the Angular page asks them) answers the same status, content
-    type and body through ``stoker board``'s gRPC provider as through TensorBoard's Python
-    loader (``--load_fast=false``), on one corpus.
-    """
-    logdir = WRITERS[writer](tmp_path / writer)
-    with board_http.serve_python(logdir) as base:
-        expected = board_http.crawl(base)
+@contextlib.contextmanager
+def _through_provider(logdir: Path) -> Iterator[str]:
     with (
         board_http.board_address(logdir) as address,
         board_http.serve_with_provider(logdir, address) as base,
     ):
+        yield base
+
+
+SERVED: dict[str, Callable[[Path], contextlib.AbstractContextManager[str]]] = {
+    "provider": _through_provider,  # TensorBoard's web server on stoker's data server
+    "page": board_http.serve_board_page,  # and stoker's page server in front, as stoker board
+}
+
+
+@pytest.mark.parametrize("served", sorted(SERVED))
+@pytest.mark.parametrize("writer", sorted(WRITERS))
+def test_board_answers_as_the_python_loader(writer: str, served: str, tmp_path: Path) -> None:
+    """Every route the page asks answers alike through ``stoker board`` and the Python loader.
+
+    Every route the page asks (runs, plugin listing, every plugin's tags, data and blobs,
+    hparams and time series as the Angular page asks them) answers the same status, content
+    type and body through ``stoker board`` as through TensorBoard's Python loader
+    (``--load_fast=false``), on one corpus: through TensorBoard's web server on stoker's
+    gRPC provider, and through the page server ``stoker board`` puts in front of it (the
+    scalar routes answered from the reader's columns, every other route passed on).
+    """
+    logdir = WRITERS[writer](tmp_path / writer)
+    with board_http.serve_python(logdir) as base:
+        expected = board_http.crawl(base)
+    with SERVED[served](logdir) as base:
         found = board_http.crawl(base)
+    if served == "page":  # the scalar routes were the page server's own answers
+        asked = board_http.route_counts(found)
+        answered = board_http.PAGE_ANSWERED
+        assert (
+            answered["scalars/scalars_multirun"]
+            >= asked["POST /data/plugin/scalars/scalars_multirun"]
+        )
+        json_scalars = [
+            key for key in found if key.startswith("GET /data/plugin/scalars/scalars?")
+            and "format=csv" not in key and found[key][0] == 200
+        ]  # fmt: skip
+        assert answered["scalars/scalars"] >= len(json_scalars) > 0
+        assert answered["timeseries/timeSeries"] >= 1
     doubles = [key for key, answer in expected.items() if "lr_double" in f"{key} {answer!r}"]
     assert doubles, "the corpus lost its double-precision scalars"
     for key in doubles:

@@ -552,3 +552,43 @@ def test_board_data_server_only_refuses_flags_for_tensorboard(tmp_path: Path) ->
         "stoker board: flags after -- go to TensorBoard, which --data-server-only does not start "
         "(got '--samples_per_plugin scalars=3'); give them to your tensorboard\n"
     )
+
+
+_THREADS_AT_READ = """
+import os, signal, sys, threading
+from stoker.cli import _board
+from stoker.tensorboard._read import reader
+
+original = reader.worker_count
+
+def counted(workers, runs):
+    if not hasattr(counted, "threads"):  # the first read: the command's
+        counted.threads = threading.active_count()
+        print(f"threads at the read: {counted.threads}", flush=True)
+        os.kill(os.getpid(), signal.SIGTERM)  # ends serve() once the read is done
+    return original(workers, runs)
+
+reader.worker_count = counted
+sys.exit(_board.serve(sys.argv[1], port=int(sys.argv[2]), reload_interval=0))
+"""
+
+
+def test_board_reads_the_log_dir_from_a_one_thread_process(tmp_path: Path) -> None:
+    """The log dir is read while this process has one thread, so the reader may fork workers.
+
+    The reader reads a large log dir with one forked process per core, but only in a process
+    with no other thread; the thread forwarding TensorBoard's stderr starts after the read
+    (it used to start before, and every ``stoker board`` read in one process).
+    """
+    _write_run(tmp_path / "a")
+    _write_run(tmp_path / "b")
+    result = subprocess.run(
+        [sys.executable, "-c", _THREADS_AT_READ, str(tmp_path), _port()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "threads at the read: 1\n" in result.stdout, (result.stdout, result.stderr)
+    assert result.returncode == 128 + signal.SIGTERM, result.stderr
+    assert "Traceback" not in result.stderr

@@ -1,0 +1,422 @@
+"""The page server: scalar routes answered from the columns, every other request passed on whole.
+
+A small HTTP server in a thread stands in for TensorBoard's web server and records what reaches
+it; the provider reads a log dir written here. What the answers hold, route by route, against
+TensorBoard's own, is tests/integration/board/test_board_http.py's.
+"""
+
+from __future__ import annotations
+
+import gzip
+import http.client
+import http.server
+import json
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from stoker.board import _scalar_routes
+from stoker.board._page import PageServer, accepts_gzip
+from stoker.board._provider import Provider
+from stoker.tensorboard import SummaryWriter
+from stoker.tensorboard._board import SeriesLog
+
+VALUES = [0.5, float("nan"), float("inf"), float("-inf"), 1e300, 0.1]
+
+
+def _write(logdir: Path, runs: tuple[str, ...] = ("a", "b"), points: int = 30) -> None:
+    for run in runs:
+        with SummaryWriter(logdir / run) as writer:
+            for step in range(points):
+                writer.add_scalar("loss", 1.0 / (step + 1), step, walltime=1000.0 + step)
+            for step, value in enumerate(VALUES):
+                writer.add_scalar("odd", value, step, walltime=2000.0 + step)
+            writer.add_histogram("weights", np.arange(10.0), 0)
+
+
+class _Upstream(http.server.ThreadingHTTPServer):
+    """Stands in for TensorBoard's web server: answers 404 with what it was asked."""
+
+    daemon_threads = True
+    asked: list[tuple[str, str, dict[str, str], bytes]]
+
+
+class _Recorder(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Upstream
+
+    def _answer(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        self.server.asked.append((self.command, self.path, dict(self.headers.items()), body))
+        data = json.dumps({"method": self.command, "path": self.path}).encode()
+        self.send_response(404, "Not There")
+        self.send_header("Content-Type", "application/json")
+        self.send_header("X-Upstream", "yes")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
+    do_GET = do_POST = do_HEAD = do_PUT = _answer
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def upstream() -> Iterator[_Upstream]:
+    server = _Upstream(("127.0.0.1", 0), _Recorder)
+    server.asked = []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+@pytest.fixture
+def provider(tmp_path: Path) -> Provider:
+    _write(tmp_path)
+    return Provider(SeriesLog(tmp_path, workers=1))
+
+
+@pytest.fixture
+def page(provider: Provider, upstream: _Upstream) -> Iterator[PageServer]:
+    server = PageServer(
+        provider, ("127.0.0.1", upstream.server_address[1]), host="127.0.0.1", port=0, samples=10
+    ).start()
+    yield server
+    server.stop()
+
+
+def _ask(
+    page: PageServer,
+    method: str,
+    target: str,
+    body: bytes | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    connection: http.client.HTTPConnection | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    own = connection is None
+    connection = connection or http.client.HTTPConnection("127.0.0.1", page.port, timeout=30)
+    try:
+        connection.request(method, target, body=body, headers=headers or {})
+        response = connection.getresponse()
+        return response.status, dict(response.getheaders()), response.read()
+    finally:
+        if own:
+            connection.close()
+
+
+def _form(**fields: Any) -> tuple[bytes, dict[str, str]]:
+    return urllib.parse.urlencode(fields, doseq=True).encode(), {
+        "Content-Type": "application/x-www-form-urlencoded"
+    }
+
+
+def _series(provider: Provider, run: str, tag: str, samples: int) -> list[list[Any]]:
+    ((_, (steps, walls, values)),) = provider.scalar_columns("scalars", tag, [run], samples)
+    return [
+        [w, s, v] for w, s, v in zip(walls.tolist(), steps.tolist(), values.tolist(), strict=True)
+    ]
+
+
+@pytest.mark.parametrize(
+    ("header", "accepted"),
+    [("gzip", True), ("gzip, deflate, br", True), ("deflate,gzip", True), ("x-gzip", True),
+     ("*", True), ("GZIP;q=0.5", True), ("gzip;q=0", False), ("gzip; q=0.0", False),
+     ("gzip;q=x", False), ("deflate", False), ("", False), ("gzipped", False)],
+)  # fmt: skip
+def test_gzip_is_used_when_the_client_accepts_it(header: str, accepted: bool) -> None:
+    """``Accept-Encoding`` is read as HTTP has it: a gzip name (or ``*``) with a quality above 0."""
+    assert accepts_gzip(header) is accepted
+
+
+def test_scalars_are_answered_here_downsampled_with_cleanse_strings(
+    page: PageServer, provider: Provider, upstream: _Upstream
+) -> None:
+    """A series' rows come from the columns, and nothing reaches TensorBoard.
+
+    Downsampled to ``samples``, NaN and infinities as TensorBoard's strings, values rounded
+    to float32 (1e300 is then infinite).
+    """
+    status, headers, data = _ask(page, "GET", "/data/plugin/scalars/scalars?run=a&tag=loss")
+    assert status == 200
+    assert headers["Content-Type"] == "application/json"
+    rows = json.loads(data)
+    assert len(rows) == 10
+    assert rows[-1][1] == 29  # the last point is always kept
+    assert rows == _series(provider, "a", "loss", 10)
+    status, _, data = _ask(page, "GET", "/data/plugin/scalars/scalars?tag=odd&run=b&x=1")
+    assert status == 200
+    values = [value for _, _, value in json.loads(data)]
+    assert values == [0.5, "NaN", "Infinity", "-Infinity", "Infinity", float(np.float32(0.1))]
+    assert upstream.asked == []
+    assert page.answered == {"scalars/scalars": 2}
+
+
+def test_gzip_answers_hold_the_same_json(page: PageServer) -> None:
+    """With ``Accept-Encoding: gzip`` the answer is gzip of the same JSON, marked as such."""
+    target = "/data/plugin/scalars/scalars?run=a&tag=loss"
+    _, plain_headers, plain = _ask(page, "GET", target)
+    for _ in range(2):  # made once, then from the cache
+        status, headers, data = _ask(page, "GET", target, headers={"Accept-Encoding": "gzip"})
+        assert status == 200
+        assert headers["Content-Encoding"] == "gzip"
+        assert gzip.decompress(data) == plain
+    assert "Content-Encoding" not in plain_headers
+
+
+def test_multirun_and_time_series_are_answered_here(page: PageServer, provider: Provider) -> None:
+    """``scalars_multirun`` and ``timeSeries`` scalar requests are answered here.
+
+    ``scalars_multirun`` maps each asked run holding the tag to its rows, in sorted order; a
+    time series request repeats its fields and maps every run (or its one run) to points.
+    """
+    body, headers = _form(tag="loss", runs=["b", "a", "nope"])
+    status, _, data = _ask(
+        page, "POST", "/data/plugin/scalars/scalars_multirun", body, headers=headers
+    )
+    assert status == 200
+    answer = json.loads(data)
+    assert list(answer) == ["a", "b"]
+    assert answer["b"] == _series(provider, "b", "loss", 10)
+    requests = [
+        {"plugin": "scalars", "tag": "loss"},
+        {"plugin": "scalars", "tag": "loss", "run": "b", "sample": 3},
+        {"plugin": "scalars", "tag": "none", "run": ""},
+    ]
+    body, headers = _form(requests=json.dumps(requests))
+    target = "/experiment/defaultExperimentId/data/plugin/timeseries/timeSeries"
+    status, _, data = _ask(page, "POST", target, body, headers=headers)
+    assert status == 200
+    every, one, empty = json.loads(data)
+    assert list(every) == ["plugin", "tag", "runToSeries"]
+    assert list(every["runToSeries"]) == ["a", "b"]
+    assert every["runToSeries"]["a"][-1] == {
+        "wallTime": 1029.0,
+        "step": 29,
+        "value": float(np.float32(1 / 30)),
+    }
+    assert {key: one[key] for key in ("plugin", "tag", "run", "sample")} == requests[1]
+    assert list(one["runToSeries"]) == ["b"]
+    assert empty == {"plugin": "scalars", "tag": "none", "run": "", "runToSeries": {}}
+    query = urllib.parse.urlencode({"requests": json.dumps(requests[:1])})
+    status, _, again = _ask(page, "GET", f"{target}?{query}")
+    assert status == 200
+    assert json.loads(again) == [every]
+    assert page.answered == {"scalars/scalars_multirun": 1, "timeseries/timeSeries": 2}
+
+
+@pytest.mark.parametrize(
+    ("method", "target", "form"),
+    [
+        ("GET", "/data/plugin/scalars/scalars?run=zz&tag=loss", None),  # no such run: a 404
+        ("GET", "/data/plugin/scalars/scalars?run=a&tag=weights", None),  # not a scalar series
+        ("GET", "/data/plugin/scalars/scalars?run=a", None),  # no tag: TensorBoard's 400
+        ("GET", "/data/plugin/scalars/scalars?run=a&tag=loss&format=csv", None),
+        ("HEAD", "/data/plugin/scalars/scalars?run=a&tag=loss", None),
+        ("POST", "/data/plugin/scalars/scalars?run=a&tag=loss", {}),
+        ("GET", "/data/plugin/scalars/scalars_multirun?tag=loss", None),  # POST only
+        ("POST", "/data/plugin/scalars/scalars_multirun", {"tag": ["a", "b"]}),
+        ("POST", "/data/plugin/timeseries/timeSeries", {"requests": "[{"}),
+        ("POST", "/data/plugin/timeseries/timeSeries", {}),
+        ("POST", "/data/plugin/timeseries/timeSeries", {"requests": '{"plugin": "scalars"}'}),
+        ("POST", "/data/plugin/timeseries/timeSeries",
+         {"requests": '[{"plugin": "scalars", "tag": "loss"}, {"plugin": "histograms", '
+                      '"tag": "weights", "run": "a"}]'}),
+        ("POST", "/data/plugin/timeseries/timeSeries",
+         {"requests": '[{"plugin": "scalars", "tag": 3}]'}),
+        ("POST", "/data/plugin/timeseries/timeSeries",
+         {"requests": '[{"plugin": "scalars", "tag": "loss", "run": 5}]'}),
+        ("POST", "/data/plugin/timeseries/timeSeries",
+         {"requests": '[{"plugin": "scalars", "tag": "loss", "sample": 100000000000000000000}]'}),
+        ("POST", "/data/plugin/timeseries/timeSeries", {"requests": "[3]"}),
+        ("GET", "/data/plugin/scalars/tags", None),
+        ("GET", "/data/plugin/scalars/scalars/?run=a&tag=loss", None),
+        ("GET", "/tb/data/plugin/scalars/scalars?run=a&tag=loss", None),  # not its prefix
+        ("PUT", "/data/plugin/scalars/scalars?run=a&tag=loss", {}),
+    ],
+)  # fmt: skip
+def test_every_other_request_goes_to_tensorboard_whole(
+    page: PageServer, upstream: _Upstream, method: str, target: str, form: dict[str, Any] | None
+) -> None:
+    """What the page server does not answer reaches TensorBoard as sent, and its answer returns.
+
+    Method, path and query, body and headers reach TensorBoard unchanged; its status, reason,
+    headers and body come back (HEAD: headers only).
+    """
+    body, headers = _form(**form) if form is not None else (None, {})
+    headers = {**headers, "X-Mine": "kept", "Accept-Encoding": "gzip"}
+    status, answer_headers, data = _ask(page, method, target, body, headers=headers)
+    assert status == 404
+    assert answer_headers["X-Upstream"] == "yes"
+    ((asked_method, asked_target, asked_headers, asked_body),) = upstream.asked
+    assert (asked_method, asked_target) == (method, target)
+    assert asked_headers["X-Mine"] == "kept"
+    assert asked_headers["Accept-Encoding"] == "gzip"
+    assert asked_body == (body or b"")
+    if method == "HEAD":
+        assert data == b""
+        assert int(answer_headers["Content-Length"]) > 0
+    else:
+        assert json.loads(data) == {"method": method, "path": target}
+    assert page.answered == {}
+
+
+def test_a_path_prefix_and_kept_alive_connections(provider: Provider, upstream: _Upstream) -> None:
+    """Under ``--path_prefix`` the routes are answered there, on kept-alive connections.
+
+    One connection serves many requests, answered here and passed on in turn.
+    """
+    page = PageServer(
+        provider, ("127.0.0.1", upstream.server_address[1]), host="127.0.0.1", port=0,
+        path_prefix="/tb/",
+    ).start()  # fmt: skip
+    connection = http.client.HTTPConnection("127.0.0.1", page.port, timeout=30)
+    try:
+        for _ in range(3):
+            here = _ask(page, "GET", "/tb/data/plugin/scalars/scalars?run=a&tag=loss",
+                        connection=connection)  # fmt: skip
+            assert here[0] == 200
+            assert len(json.loads(here[2])) == 30  # TensorBoard's 1,000 by default
+            there = _ask(page, "GET", "/tb/data/runs", connection=connection)
+            assert there[0] == 404
+    finally:
+        connection.close()
+        page.stop()
+    assert page.answered == {"scalars/scalars": 3}
+    assert [target for _, target, _, _ in upstream.asked] == ["/tb/data/runs"] * 3
+
+
+def test_answers_follow_the_log_dir(tmp_path: Path, upstream: _Upstream) -> None:
+    """A reload that reads new points changes the answer; one that reads nothing keeps it."""
+    _write(tmp_path, runs=("a",), points=5)
+    provider = Provider(SeriesLog(tmp_path, workers=1))
+    page = PageServer(
+        provider, ("127.0.0.1", upstream.server_address[1]), host="127.0.0.1", port=0
+    ).start()
+    target = "/data/plugin/scalars/scalars?run=a&tag=loss"
+    try:
+        assert len(json.loads(_ask(page, "GET", target)[2])) == 5
+        with SummaryWriter(tmp_path / "a") as writer:
+            writer.add_scalar("loss", 9.0, 100)
+        generation = provider.generation
+        assert provider.reload() > 0
+        assert provider.generation != generation
+        rows = json.loads(_ask(page, "GET", target)[2])
+        assert [step for _, step, _ in rows] == [0, 1, 2, 3, 4, 100]
+        assert provider.reload() == 0
+        assert json.loads(_ask(page, "GET", target)[2]) == rows
+    finally:
+        page.stop()
+
+
+def test_tensorboard_gone_is_a_502_naming_it(provider: Provider, upstream: _Upstream) -> None:
+    """With TensorBoard's web server gone, passed-on requests get 502; scalar ones still 200."""
+    port = upstream.server_address[1]
+    upstream.shutdown()
+    upstream.server_close()
+    page = PageServer(provider, ("127.0.0.1", port), host="127.0.0.1", port=0).start()
+    try:
+        status, _, data = _ask(page, "GET", "/data/runs")
+        assert status == 502
+        assert b"TensorBoard's web server did not answer" in data
+        assert _ask(page, "GET", "/data/plugin/scalars/scalars?run=a&tag=loss")[0] == 200
+    finally:
+        page.stop()
+
+
+def test_bad_request_framing_is_refused(page: PageServer, upstream: _Upstream) -> None:
+    """A chunked body is 411 and a bad Content-Length 400; nothing reaches TensorBoard."""
+    for headers, expected in (
+        ({"Transfer-Encoding": "chunked"}, 411),
+        ({"Content-Length": "many"}, 400),
+        ({"Content-Length": "-3"}, 400),
+    ):
+        connection = http.client.HTTPConnection("127.0.0.1", page.port, timeout=30)
+        try:
+            connection.putrequest("POST", "/data/plugin/scalars/scalars_multirun")
+            for name, value in headers.items():
+                connection.putheader(name, value)
+            connection.endheaders()
+            response = connection.getresponse()
+            assert response.status == expected
+            response.read()
+        finally:
+            connection.close()
+    assert upstream.asked == []
+
+
+def test_a_taken_port_is_an_oserror(provider: Provider, upstream: _Upstream) -> None:
+    """Listening where something already listens raises OSError (stoker board names the port)."""
+    with pytest.raises(OSError, match="in use"):
+        PageServer(provider, ("127.0.0.1", 1), host="127.0.0.1", port=upstream.server_address[1])
+
+
+def test_json_without_orjson_reads_the_same(provider: Provider) -> None:
+    """The ``json`` fallback writes answers that parse to what ``orjson``'s parse to."""
+    requests = [{"plugin": "scalars", "tag": tag} for tag in ("loss", "odd")]
+    fast = _scalar_routes.time_series_answer(provider, requests, 1000)
+    assert fast is not None
+    original = _scalar_routes.dumps
+    try:
+        _scalar_routes.dumps = _scalar_routes._json_dumps
+        slow = _scalar_routes.time_series_answer(provider, requests, 1000)
+    finally:
+        _scalar_routes.dumps = original
+    assert slow is not None
+    assert json.loads(slow) == json.loads(fast)
+    assert '"NaN"' in slow.decode()
+
+
+def test_answers_are_made_once_per_generation_and_kept_within_the_budget() -> None:
+    """The answer cache: one make per key and generation, older generations never kept.
+
+    Small answers evict the least recently used; a large one (over a quarter of the budget)
+    is kept only beside what is kept, never by evicting.
+    """
+    from stoker.board._page import _Answers
+
+    made: list[tuple[Any, ...]] = []
+
+    def maker(key: tuple[Any, ...], size: int) -> Any:
+        def make() -> bytes:
+            made.append(key)
+            return b"x" * size
+
+        return make
+
+    answers = _Answers(budget=1000)
+    assert answers.get(1, ("a",), maker(("a",), 100), False) == b"x" * 100
+    assert answers.get(1, ("a",), maker(("a",), 100), False) == b"x" * 100
+    assert made == [("a",)]
+    assert answers.get(0, ("a",), maker(("old",), 7), False) == b"x" * 7  # an older state
+    assert answers.get(1, ("a",), maker(("a",), 100), False) == b"x" * 100  # still kept
+    assert answers.get(2, ("a",), maker(("a2",), 100), False) == b"x" * 100
+    assert made == [("a",), ("old",), ("a2",)]
+    for name in "bcdefgh":  # 8 x 100 bytes: within the budget
+        answers.get(2, (name,), maker((name,), 100), False)
+    assert answers.size == 800
+    answers.get(2, ("big",), maker(("big",), 300), False)  # does not fit beside: not kept
+    assert answers.size == 800
+    answers.get(2, ("big",), maker(("big",), 300), False)
+    assert made.count(("big",)) == 2
+    for name in "ijk":  # small ones evict the least recently used ("a2" first)
+        answers.get(2, (name,), maker((name,), 100), False)
+    assert answers.size == 1000
+    answers.get(2, ("a",), maker(("a3",), 100), False)
+    assert ("a3",) in made
+    zipped = answers.get(2, ("k",), maker(("k2",), 100), True)
+    assert zipped is not None
+    assert gzip.decompress(zipped) == b"x" * 100
+    assert ("k2",) not in made  # gzip of the kept answer
+    assert answers.get(2, ("none",), lambda: None, False) is None
