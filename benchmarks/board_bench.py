@@ -34,6 +34,10 @@ Scenarios (``--only``):
   scalar card (``requests=[{"plugin": "scalars", "tag": T}]``, every run's series of tag T),
   each answer checked to hold every run's every point. The histogram cards' per-run requests
   are not made.
+* ``sampled``: the same sweep with TensorBoard's default sampling of 1,000 points a scalar
+  series (what the page shows without ``--samples_per_plugin``); loaded when every run's
+  ``loss`` has been served, 1,000 points each; then the Time Series page's refresh, as above,
+  each card's every run holding 1,000 points.
 * ``images``: ``--image-runs`` runs of ``--images`` 256x256 RGB images each (one tag, one
   image a step, through stoker's ``SummaryWriter.add_image``) and 1,000 scalars. Loaded when
   every run's ``/data/plugin/images/images?run=R&tag=samples&sample=0`` lists every image and
@@ -94,7 +98,8 @@ IMAGE_TAG = "samples"
 IMAGE_SIDE = 256
 IMAGE_SCALARS = 1000
 PNG = b"\x89PNG\r\n\x1a\n"
-SCENARIOS = ("sweep", "images", "s3", "provider")
+SCENARIOS = ("sweep", "sampled", "images", "s3", "provider")
+DEFAULT_SAMPLES = 1000  # scalar points a series TensorBoard keeps without --samples_per_plugin
 _PAGE = os.sysconf("SC_PAGE_SIZE")
 _CREDENTIALS = {
     "AWS_ACCESS_KEY_ID": "testing",
@@ -516,6 +521,26 @@ def sweep(args: argparse.Namespace) -> dict[str, Any]:
     return servers(scenario, args)
 
 
+def sampled(args: argparse.Namespace) -> dict[str, Any]:
+    """The sweep as TensorBoard samples it by default (1,000 points a series), then refreshes."""
+    root = _sweep(args.runs, args.points)
+    runs = _run_names(args.runs)
+    counts = {
+        tag: min(count, DEFAULT_SAMPLES) for tag, count in per_tag_counts(args.points).items()
+    }
+    scenario = Scenario(
+        f"sampled: the sweep at TensorBoard's default sampling ({DEFAULT_SAMPLES} points a "
+        f"series), every run's {TAG!r} served; refresh = the Time Series page's reload "
+        f"({len(counts)} scalar cards)",
+        str(root),
+        f"scalars={DEFAULT_SAMPLES}",  # what TensorBoard keeps without the flag
+        dict(os.environ),
+        lambda server, base, deadline: await_scalars(server, base, runs, counts[TAG], deadline),
+        lambda base: refresh(base, runs, counts),
+    )
+    return servers(scenario, args)
+
+
 def _picture(rng: Any, step: int) -> Any:
     """A 256x256 RGB uint8 image: gradients, a moving disc, some noise (PNG of about 100 KB)."""
     import numpy as np
@@ -786,7 +811,8 @@ def main() -> None:
         raise SystemExit("TensorBoard is needed: pip install -e '.[tensorboard]'")
     if not _board_available():
         print("stoker.board does not import here: its rows say 'not available'\n")
-    scenarios = {"sweep": sweep, "images": images, "s3": s3, "provider": provider_scenario}
+    scenarios = {"sweep": sweep, "sampled": sampled, "images": images, "s3": s3,
+                 "provider": provider_scenario}  # fmt: skip
     results = {name: scenarios[name](args) for name in SCENARIOS if name in chosen}
     if args.json is not None:
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)},

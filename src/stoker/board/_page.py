@@ -41,6 +41,8 @@ DEFAULT_SAMPLES = 1000
 _LOG = logging.getLogger("stoker.board")
 _CACHE_BYTES = 512 << 20
 _UPSTREAM_TIMEOUT = 600.0
+_IDLE_SECONDS = 600.0
+_MAX_BODY = 64 << 20  # the page's POSTs are forms and JSON of a few KiB
 _FORM = "application/x-www-form-urlencoded"
 # Headers that belong to one connection, not to the message (RFC 9110, section 7.6.1).
 _HOP_BY_HOP = frozenset({
@@ -212,6 +214,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     """One client connection: each request answered here or by TensorBoard."""
 
     protocol_version = "HTTP/1.1"
+    timeout = _IDLE_SECONDS  # a kept-alive connection with nothing asked is closed
     server: _Server
 
     def do_GET(self) -> None:
@@ -251,6 +254,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             count = -1
         if count < 0:
             raise ValueError(f"Content-Length must be a number of bytes, got {length!r}")
+        if count > _MAX_BODY:
+            raise OverflowError(
+                f"a request body of {count:,} bytes is more than the page's {_MAX_BODY:,}"
+            )
         return self.rfile.read(count)
 
     def _handle(self) -> None:
@@ -263,6 +270,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         except ValueError as err:
             self.close_connection = True
             self.send_error(400, str(err))
+            return
+        except OverflowError as err:
+            self.close_connection = True  # the body is not read
+            self.send_error(413, str(err))
             return
         answer = self._answer_here(body)
         if answer is not None:

@@ -336,11 +336,12 @@ def test_tensorboard_gone_is_a_502_naming_it(provider: Provider, upstream: _Upst
 
 
 def test_bad_request_framing_is_refused(page: PageServer, upstream: _Upstream) -> None:
-    """A chunked body is 411 and a bad Content-Length 400; nothing reaches TensorBoard."""
+    """A chunked body is 411, a bad Content-Length 400, a huge one 413; nothing goes on."""
     for headers, expected in (
         ({"Transfer-Encoding": "chunked"}, 411),
         ({"Content-Length": "many"}, 400),
         ({"Content-Length": "-3"}, 400),
+        ({"Content-Length": str(1 << 40)}, 413),
     ):
         connection = http.client.HTTPConnection("127.0.0.1", page.port, timeout=30)
         try:
