@@ -802,7 +802,7 @@ def main() -> None:
     picked = [name for name in args.servers.split(",") if name]
     if not picked or set(picked) - set(names):
         parser.error(f"--servers takes stoker, rust, python, got {args.servers!r}")
-    args.servers = {names[name] for name in picked}
+    args.servers = sorted({names[name] for name in picked})  # a list: saved with --json
     chosen = [name for name in args.only.split(",") if name]
     unknown = set(chosen) - set(SCENARIOS)
     if unknown:
