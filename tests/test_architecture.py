@@ -321,3 +321,47 @@ def test_public_objects_show_their_public_module(package: str) -> None:
         if (isinstance(obj, type) or callable(obj)) and private:
             wrong[name] = module
     assert not wrong, f"public names still showing a private module: {wrong}"
+
+
+def _entry_graph(package: str) -> dict[str, set[str]]:
+    """The imports between ``package``'s entries: its modules and sub-packages, each one node."""
+    depth = package.count(".") + 2
+
+    def entry(name: str) -> str:
+        return ".".join(name.split(".")[:depth])
+
+    graph: dict[str, set[str]] = {}
+    for name, targets in _graph().items():
+        if name == package or not name.startswith(package + "."):
+            continue
+        inside = {entry(t) for t in targets if t.startswith(package + ".")}
+        graph.setdefault(entry(name), set()).update(inside - {entry(name)})
+    return graph
+
+
+def _floors(graph: dict[str, set[str]]) -> dict[str, int]:
+    """Each node's floor: 1 for a node importing none of the others, else 1 + its highest."""
+    floors: dict[str, int] = {}
+
+    def floor(node: str) -> int:
+        if node not in floors:
+            floors[node] = 1 + max((floor(t) for t in graph.get(node, ())), default=0)
+        return floors[node]
+
+    for node in graph:
+        floor(node)
+    return floors
+
+
+def test_stoker_data_is_about_twenty_entries_on_at_most_nine_floors() -> None:
+    """``stoker.data``'s entries (modules and family packages) stack on at most nine floors.
+
+    Each family (``_samplers/``, ``_resume/``, ``_containers/``, ``_workers/``) counts as one
+    entry; no two entries import each other, even through their modules, and the package holds
+    about twenty (DESIGN's families: a new module joins one before it adds an entry).
+    """
+    graph = _entry_graph("stoker.data")
+    assert _cycles(graph) == []
+    floors = _floors(graph)
+    assert max(floors.values()) <= 9, sorted(floors.items(), key=lambda item: item[1])
+    assert len(graph) <= 24, sorted(graph)

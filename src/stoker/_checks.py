@@ -1,5 +1,8 @@
 """Shared argument checks: an int validator, an environment-int reader, a rank resolver.
 
+Also whether a method can be called with no argument (``callable_without_arguments``: the
+loader's ``state_dict()`` contracts and the workers' dataset hooks ask it).
+
 Every part of stoker that takes an integer argument, reads an integer from the environment
 (``RANK``, ``WORLD_SIZE``, ``STOKER_*`` settings) or needs this process's rank goes through here,
 so the same mistake gets the same message wherever it is made.
@@ -7,6 +10,7 @@ so the same mistake gets the same message wherever it is made.
 
 from __future__ import annotations
 
+import inspect
 import os
 from typing import Any, Literal, overload
 
@@ -14,7 +18,7 @@ import numpy as np
 
 from stoker import _torch
 
-__all__ = ["check_int", "env_int", "resolve_world", "torch_first"]
+__all__ = ["callable_without_arguments", "check_int", "env_int", "resolve_world", "torch_first"]
 
 
 def torch_first(torch_text: str, ours: str) -> str:
@@ -174,3 +178,16 @@ def resolve_world(
             "WORLD_SIZE or the arguments"
         )
     return found_rank, found_size
+
+
+def callable_without_arguments(method: Any) -> bool:
+    """Whether ``method()`` binds: no required parameter (what stoker's loader calls)."""
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):  # no signature to read (a builtin): take it at its word
+        return callable(method)
+    try:
+        signature.bind()
+    except TypeError:
+        return False
+    return True

@@ -428,7 +428,7 @@ class PageServer:
         port: The port (0: a free one, see :attr:`port`).
         path_prefix: TensorBoard's ``--path_prefix``, without its trailing slash.
         samples: Points kept per scalar series (TensorBoard's ``--samples_per_plugin
-            scalars=N``).
+            scalars=N``; None: TensorBoard's default, 1,000).
 
     Raises:
         OSError: If ``host:port`` cannot be listened on.
@@ -442,13 +442,13 @@ class PageServer:
         host: str,
         port: int,
         path_prefix: str = "",
-        samples: int = DEFAULT_SAMPLES,
+        samples: int | None = None,
     ) -> None:
         """Listen on ``host:port``; serve from :meth:`start`."""
         self.provider = provider
         self.upstream = _Upstream(*upstream)
         self.prefix = path_prefix.rstrip("/")
-        self.samples = samples
+        self.samples = DEFAULT_SAMPLES if samples is None else samples
         self.answers = _Answers()
         self._counted = threading.Lock()
         self.answered: dict[str, int] = {}

@@ -5,7 +5,7 @@ server and for TensorBoard's web server, starts TensorBoard's web server against
 (``tensorboard --grpc_data_provider HOST:PORT``, plus ``--logdir`` for a local log dir so that
 the projector, which reads files itself, keeps working), reads the log dir meanwhile, starts
 serving, and once TensorBoard answers as the page of this data server starts the page server
-(:mod:`stoker.board._page`: the scalar routes answered from the reader's columns, every other
+(:class:`stoker.board.PageServer`: the scalar routes answered from the reader's columns, every other
 request passed to TensorBoard) on the page's address and prints its URL. TensorBoard runs in a
 process group of its own, ended on every way out: Ctrl-C (exit status 0), SIGTERM or SIGHUP
 (128 + the signal's number, as a shell reports it), an error, or TensorBoard exiting by itself
@@ -40,8 +40,7 @@ from typing import IO, TYPE_CHECKING, Any, cast
 from stoker.tensorboard import EventFileError
 
 if TYPE_CHECKING:
-    from stoker.board import DataServer
-    from stoker.board._page import PageServer
+    from stoker.board import DataServer, PageServer
 
 __all__ = ["main", "serve"]
 
@@ -245,16 +244,17 @@ def _environment(url: str, address: str) -> dict[str, Any] | None:
     return environment
 
 
-def _samples(environment: dict[str, Any]) -> int:
-    """The scalar points per series TensorBoard keeps (``--samples_per_plugin scalars=N``)."""
+def _samples(environment: dict[str, Any]) -> int | None:
+    """The scalar points per series TensorBoard keeps (``--samples_per_plugin scalars=N``).
+
+    None when its environment does not say (TensorBoard's default then).
+    """
     flags = environment.get("debug", {}).get("flags", {})
     hints = flags.get("samples_per_plugin") if isinstance(flags, dict) else None
     samples = hints.get("scalars") if isinstance(hints, dict) else None
     if isinstance(samples, int) and not isinstance(samples, bool) and samples >= 0:
         return samples
-    from stoker.board._page import DEFAULT_SAMPLES  # noqa: PLC0415 - the tensorboard extra's
-
-    return DEFAULT_SAMPLES
+    return None
 
 
 def _tensorboard_missing(command: str) -> bool:
@@ -309,14 +309,14 @@ def _read(logdir: str, host: str, port: int, reload_interval: float, command: st
 
 
 def _page(
-    server: DataServer, inner_port: int, host: str, port: int, *, prefix: str, samples: int,
+    server: DataServer, inner_port: int, host: str, port: int, *, prefix: str, samples: int | None,
     command: str,
 ) -> PageServer | None:  # fmt: skip
     """Start the page server on ``host:port`` in front of TensorBoard; None if it cannot listen.
 
     (The port was free when the command started; something may have taken it since.)
     """
-    from stoker.board._page import PageServer  # noqa: PLC0415 - the tensorboard extra's
+    from stoker.board import PageServer  # noqa: PLC0415 - the tensorboard extra's
 
     try:
         page = PageServer(server.provider, (_DATA_HOST, inner_port), host=host, port=port,

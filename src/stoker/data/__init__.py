@@ -8,7 +8,8 @@ millions of records in a few NumPy buffers that workers share without copying.
 
 from stoker._public import fixup_module_metadata
 from stoker.data._collate import collate, default_collate, default_collate_fn_map, default_convert
-from stoker.data._compact import BytesSequence, StringSequence
+from stoker.data._containers.compact import BytesSequence, StringSequence
+from stoker.data._containers.records import RecordSequence, compact
 from stoker.data._dataset import (
     ChainDataset,
     ConcatDataset,
@@ -18,15 +19,14 @@ from stoker.data._dataset import (
     Subset,
     TensorDataset,
 )
-from stoker.data._distributed import DistributedSampler, ShardInfo, get_shard_info
 from stoker.data._loader import DataLoader
 from stoker.data._memory import DatasetCopyWarning
-from stoker.data._merge import merge_states
-from stoker.data._records import RecordSequence, compact
+from stoker.data._resume.merge import merge_states
 from stoker.data._sample_rng import sample_rng
-from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
-from stoker.data._sampler_random import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
-from stoker.data._sharded import ShardedIterableDataset
+from stoker.data._samplers.base import BatchSampler, Sampler, SequentialSampler
+from stoker.data._samplers.distributed import DistributedSampler
+from stoker.data._samplers.shuffled import RandomSampler, SubsetRandomSampler, WeightedRandomSampler
+from stoker.data._sharded import ShardedIterableDataset, ShardInfo, get_shard_info
 from stoker.data._split import random_split
 from stoker.data._workers import SharedMemoryFullError, WorkerInfo, get_worker_info
 

@@ -36,7 +36,7 @@ import numpy as np
 
 from stoker import _torch
 from stoker._checks import torch_first
-from stoker.data._kinds import ValueRuntimeError
+from stoker.data._errors import ValueRuntimeError
 
 __all__ = [
     "collate",

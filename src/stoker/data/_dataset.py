@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from stoker import _torch
-from stoker.data._kinds import TypeAssertionError, ValueAssertionError, ValueIndexError
+from stoker.data._errors import TypeAssertionError, ValueAssertionError, ValueIndexError
 
 __all__ = [
     "ChainDataset",

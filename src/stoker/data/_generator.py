@@ -21,7 +21,7 @@ form a generator's state takes in saved states (the loader's and the samplers'):
 :func:`save_generator` takes it, :func:`restore_generator` puts it back.
 
 The epochs of a sampler (which seed each epoch uses, how far it got) are kept by
-:mod:`stoker.data._epochs`.
+:mod:`stoker.data._samplers.epochs`.
 """
 
 from __future__ import annotations

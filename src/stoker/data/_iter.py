@@ -20,13 +20,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stoker._checks import torch_first
+from stoker.data._errors import TypeNotImplementedError, ValueAssertionError
 from stoker.data._fetch import DatasetExhausted, IterableFetcher, make_fetcher
 from stoker.data._generator import draw_seed
-from stoker.data._kinds import TypeNotImplementedError, ValueAssertionError
 from stoker.data._pin import pin_plan
 from stoker.data._plan import LoaderPlan
+from stoker.data._resume.tracker import ResumeTracker
 from stoker.data._sample_rng import swap_thread_key
-from stoker.data._state import ResumeTracker
 
 if TYPE_CHECKING:
     from typing_extensions import Self

@@ -66,8 +66,8 @@ from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._iter import LoaderIter
 from stoker.data._plan import LoaderPlan
+from stoker.data._resume.tracker import ResumeTracker
 from stoker.data._sample_rng import KeyedIndices
-from stoker.data._state import ResumeTracker
 from stoker.data._stats import LoaderStats
 from stoker.data._task_book import SplitBatch, TaskBook
 from stoker.data._workers import (

@@ -30,15 +30,14 @@ from stoker._checks import check_int, torch_first
 from stoker._system import usable_cpu_count
 from stoker.data._collate import default_collate, default_convert, map_arrays
 from stoker.data._dataset import IterableDataset
-from stoker.data._errors import short_repr
+from stoker.data._errors import ValueAssertionError, short_repr
 from stoker.data._generator import resolve_generator
 from stoker.data._iter import InProcessIter, LoaderIter
 from stoker.data._iter_workers import WorkerIter
-from stoker.data._kinds import ValueAssertionError
 from stoker.data._plan import LoaderPlan
-from stoker.data._sampler import BatchSampler, Sampler, SequentialSampler
-from stoker.data._sampler_random import RandomSampler
-from stoker.data._state import ResumeTracker
+from stoker.data._resume.tracker import ResumeTracker
+from stoker.data._samplers.base import BatchSampler, Sampler, SequentialSampler
+from stoker.data._samplers.shuffled import RandomSampler
 from stoker.data._stats import LoaderStats
 from stoker.data._workers import EpochSetup
 

@@ -12,16 +12,21 @@ offset. See docs/design/resume.md for what can be re-sharded this way and what c
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from stoker._checks import resolve_world
 from stoker.data._dataset import IterableDataset
-from stoker.data._distributed import get_shard_info
+from stoker.data._samplers.distributed import WORLD_HINT, check_rank
+from stoker.data._workers import get_worker_info
 
 __all__ = [
     "MAX_SHARDS",
     "SHARDED_FORMAT",
+    "ShardInfo",
     "ShardedIterableDataset",
     "dealt_shards",
+    "get_shard_info",
     "merge_shard_states",
 ]
 
@@ -210,3 +215,62 @@ class ShardedIterableDataset(IterableDataset[T_co]):
         """
         self.check_state(state)
         self._loaded = _read(state, len(self.shards))
+
+
+@dataclass(frozen=True)
+class ShardInfo:
+    """Which share of an IterableDataset the calling (rank, worker) pair should yield.
+
+    Attributes:
+        index: this shard's number, ``rank * num_workers + worker_id``.
+        count: the number of shards, ``world_size * num_workers``.
+        rank: the process's rank.
+        world_size: the number of ranks.
+        worker_id: the loader worker's id (0 outside a worker).
+        num_workers: the loader's number of workers (1 outside a worker).
+    """
+
+    index: int
+    count: int
+    rank: int
+    world_size: int
+    worker_id: int
+    num_workers: int
+
+
+def get_shard_info(rank: int | None = None, world_size: int | None = None) -> ShardInfo:
+    """Return the calling (rank, worker) pair's shard, for ``IterableDataset.__iter__``.
+
+    Yield every ``count``-th sample starting at ``index`` (e.g.
+    ``itertools.islice(source, shard.index, None, shard.count)``) and, over all ranks and
+    workers, every sample is yielded exactly once. ``rank``/``world_size`` default as in
+    :class:`DistributedSampler`: an initialised ``torch.distributed`` process group (seen in
+    worker processes only when they were forked), else the ``RANK``/``WORLD_SIZE`` environment
+    variables (inherited by every worker), else a single process. Capture them in the main
+    process (e.g. in the dataset's ``__init__``) and pass them here when the workers cannot
+    see either.
+
+    Args:
+        rank: this process's rank, or None.
+        world_size: the number of ranks, or None.
+
+    Returns:
+        The :class:`ShardInfo`.
+
+    Raises:
+        ValueError: when rank is outside ``[0, world_size)``.
+    """
+    found_rank, found_size = resolve_world(rank, world_size, hint=WORLD_HINT, check_order=False)
+    world = 1 if found_size is None else found_size
+    rank = 0 if found_rank is None else found_rank
+    check_rank(rank, world)
+    info = get_worker_info()
+    worker_id, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
+    return ShardInfo(
+        index=rank * num_workers + worker_id,
+        count=world * num_workers,
+        rank=rank,
+        world_size=world,
+        worker_id=worker_id,
+        num_workers=num_workers,
+    )

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.data._elastic import (
+from stoker.data._samplers.positions import (
     PositionSet,
     Share,
     epoch_total,

@@ -1,4 +1,4 @@
-"""Tests for stoker.data._epochs: a sampler's epoch records, progress and JSON state."""
+"""Tests for stoker.data._samplers.epochs: a sampler's epoch records, progress and JSON state."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from stoker.data._epochs import EpochClock, EpochRecord, track
 from stoker.data._generator import derive_seed
+from stoker.data._samplers.epochs import EpochClock, EpochRecord, track
 
 
 def test_track_reports_the_offset_while_iterating() -> None:

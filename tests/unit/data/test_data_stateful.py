@@ -16,7 +16,7 @@ from stoker.data import (
     SubsetRandomSampler,
     WeightedRandomSampler,
 )
-from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
+from stoker.data._samplers.stateful import OffsetStateful, Stateful, is_stateful
 
 SAMPLERS = {
     "sequential": lambda: SequentialSampler(range(6)),

@@ -26,9 +26,9 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from stoker._checks import callable_without_arguments
 from stoker.data._errors import WorkerFailure
 from stoker.data._fetch import DatasetExhausted, Fetcher, IterableFetcher, make_fetcher
-from stoker.data._stateful import callable_without_arguments
 from stoker.data._workers.info import WorkerInfo
 from stoker.data._workers.protocol import (
     BATCH,

@@ -61,8 +61,7 @@ from typing import Any
 from stoker._system import describe_exit
 from stoker._warn import warn_at_caller
 from stoker.data._collate import default_collate
-from stoker.data._errors import short_repr
-from stoker.data._kinds import TypeAttributeError, TypePicklingError
+from stoker.data._errors import TypeAttributeError, TypePicklingError, short_repr
 from stoker.data._workers.info import (
     WorkerInfo,
     seed_process_rngs,

@@ -2,8 +2,8 @@
 
 A list of three million small dicts is tens of millions of Python objects (each dict, its
 values, its keys' slots), and forked workers copy every page of them as they read (see
-:mod:`stoker.data._compact`). :class:`RecordSequence` stores the same records by column: a
-NumPy array per numeric key (bool, int64, float64) and a
+:mod:`stoker.data._containers.compact`). :class:`RecordSequence` stores the same records by
+column: a NumPy array per numeric key (bool, int64, float64) and a
 :class:`~stoker.data.StringSequence` or :class:`~stoker.data.BytesSequence` per str or bytes
 key; ``records[i]`` builds a fresh dict. :func:`compact` turns a list into whichever container
 holds it.
@@ -16,7 +16,7 @@ from typing import Any, NoReturn
 
 import numpy as np
 
-from stoker.data._compact import BytesSequence, CompactSequence, StringSequence, describe
+from stoker.data._containers.compact import BytesSequence, CompactSequence, StringSequence, describe
 from stoker.data._workers import SharedArrays
 
 __all__ = ["RecordSequence", "compact"]

@@ -4,12 +4,13 @@ An iterable dataset has no indices to recompute, so the loader state records whe
 replicas are:
 
 * ``"dataset"`` (``num_workers=0``, and the dataset is
-  :class:`~stoker.data._stateful.Stateful`, see :func:`~stoker.data._stateful.is_stateful`):
+  :class:`~stoker.data._samplers.stateful.Stateful`, see
+  :func:`~stoker.data._samplers.stateful.is_stateful`):
   the dataset's ``state_dict()``, taken at save time;
 * ``"worker_states"`` (workers, and the dataset is ``Stateful``): each worker's replica state
   as of its last batch handed to the user, the worker that is next in the round-robin, and the
   workers already exhausted (recorded by the worker iterator in
-  :class:`~stoker.data._progress.EpochProgress`);
+  :class:`~stoker.data._resume.progress.EpochProgress`);
 * ``"fast_forward"`` (anything else): nothing; the delivered batches are loaded again and dropped.
 
 See docs/design/resume.md.
@@ -20,9 +21,9 @@ from __future__ import annotations
 from typing import Any
 
 from stoker.data._plan import LoaderPlan
-from stoker.data._progress import EpochProgress
+from stoker.data._resume.progress import EpochProgress
+from stoker.data._samplers.stateful import is_stateful
 from stoker.data._sharded import SHARDED_FORMAT, ShardedIterableDataset
-from stoker.data._stateful import is_stateful
 
 __all__ = ["check_worker_states", "merged_resume", "save_iterable", "sharded_fields"]
 

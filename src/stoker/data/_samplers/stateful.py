@@ -19,10 +19,11 @@ a method with ``getattr``:
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-__all__ = ["OffsetStateful", "Stateful", "callable_without_arguments", "is_stateful"]
+from stoker._checks import callable_without_arguments
+
+__all__ = ["OffsetStateful", "Stateful", "is_stateful"]
 
 
 @runtime_checkable
@@ -58,16 +59,3 @@ def is_stateful(value: Any) -> TypeGuard[Stateful]:
     That is: both methods, and a ``state_dict()`` that can be called without arguments.
     """
     return isinstance(value, Stateful) and callable_without_arguments(value.state_dict)
-
-
-def callable_without_arguments(method: Any) -> bool:
-    """Whether ``method()`` binds: no required parameter (what stoker's loader calls)."""
-    try:
-        signature = inspect.signature(method)
-    except (TypeError, ValueError):  # no signature to read (a builtin): take it at its word
-        return callable(method)
-    try:
-        signature.bind()
-    except TypeError:
-        return False
-    return True

@@ -1,10 +1,10 @@
 """The random samplers: permutations, draws with replacement, subsets and weighted draws.
 
 Each epoch's randomness comes from the sampler's ``generator=`` through its epoch clock (see
-:mod:`stoker.data._epochs`): with an int seed, a :class:`numpy.random.Generator`, or ``None``
-in a program without torch (one seed from NumPy's legacy global generator) the epoch has a seed
-and the indices are drawn in keyed chunks (permutation round ``r`` or draw chunk ``c`` keyed by
-``(seed, tag, r)``), so an epoch resumes at any offset without replaying it. With a
+:mod:`stoker.data._samplers.epochs`): with an int seed, a :class:`numpy.random.Generator`, or
+``None`` in a program without torch (one seed from NumPy's legacy global generator) the epoch has
+a seed and the indices are drawn in keyed chunks (permutation round ``r`` or draw chunk ``c``
+keyed by ``(seed, tag, r)``), so an epoch resumes at any offset without replaying it. With a
 ``torch.Generator``, or ``None`` in a program that imported torch, they are drawn with torch
 itself (through :mod:`stoker._torch`), exactly as torch's samplers draw them: RandomSampler
 draws a seed from torch's global generator and seeds a new generator with it, the others draw
@@ -19,10 +19,10 @@ from typing import Any
 import numpy as np
 
 from stoker import _torch
-from stoker.data._epochs import DIRECT, Draws, EpochClock, EpochRecord
+from stoker.data._errors import TypeValueError, ValueRuntimeError
 from stoker.data._generator import check_generator, make_rng
-from stoker.data._kinds import TypeValueError, ValueRuntimeError
-from stoker.data._sampler import EpochSampler, check_bool, pieces, positive_int
+from stoker.data._samplers.base import EpochSampler, check_bool, pieces, positive_int
+from stoker.data._samplers.epochs import DIRECT, Draws, EpochClock, EpochRecord
 
 __all__ = ["RandomSampler", "SubsetRandomSampler", "WeightedRandomSampler"]
 

@@ -1,21 +1,21 @@
 """Resumable iteration: the resume tracker that opens epochs, saves them and loads them back.
 
 Every loader iterator takes its indices from :meth:`ResumeTracker.open_epoch` and counts the
-batches it hands to the user in the :class:`~stoker.data._progress.EpochProgress` it gets back;
-workers never take part (for map-style datasets saving costs them nothing). A state
+batches it hands to the user in the :class:`~stoker.data._resume.progress.EpochProgress` it
+gets back; workers never take part (for map-style datasets saving costs them nothing). A state
 (:meth:`ResumeTracker.save`) records *where the user is*: the loader epoch, the batches of it
 delivered, the epoch's base seed and the sample seed, the loader generator's state, and how to
 put the index sampler back:
 
 * ``"offset"``: a stoker sampler (or a :class:`~stoker.data.BatchSampler` over one, the
-  default) that resumes at an offset (:class:`~stoker.data._stateful.OffsetStateful`): its own
-  state with the offset lowered to the indices actually delivered, so the next epoch starts
+  default) that resumes at an offset (:class:`~stoker.data._samplers.stateful.OffsetStateful`):
+  its own state with the offset lowered to the indices actually delivered, so the next epoch starts
   there without replaying anything, whatever the number of workers;
 * ``"replay"``: any other sampler, a stoker sampler subclass that overrides ``__iter__``
   included: its ``state_dict()`` as the epoch began (when it is
-  :class:`~stoker.data._stateful.Stateful`), then the delivered batches are drawn again from
-  the sampler and skipped (no data loaded);
-* IterableDataset (:mod:`stoker.data._state_iterable`): ``"dataset"``, the dataset's own
+  :class:`~stoker.data._samplers.stateful.Stateful`), then the delivered batches are drawn again
+  from the sampler and skipped (no data loaded);
+* IterableDataset (:mod:`stoker.data._resume.iterable`): ``"dataset"``, the dataset's own
   ``state_dict()`` (``num_workers=0``); ``"worker_states"``, one state per worker replica; or
   ``"fast_forward"``: the delivered batches are loaded again and dropped.
 
@@ -33,23 +33,23 @@ from collections.abc import Iterator
 from typing import Any
 
 from stoker._checks import check_int
-from stoker.data._distributed import DistributedSampler
-from stoker.data._elastic import PositionSet
-from stoker.data._epochs import same_value
 from stoker.data._errors import short_repr
 from stoker.data._generator import GeneratorState, restore_generator, save_generator
 from stoker.data._plan import LoaderPlan
-from stoker.data._progress import EpochProgress
-from stoker.data._sample_rng import keyed
-from stoker.data._sampler import BatchSampler, EpochSampler
-from stoker.data._sharded import ShardedIterableDataset
-from stoker.data._state_iterable import (
+from stoker.data._resume.iterable import (
     check_worker_states,
     merged_resume,
     save_iterable,
     sharded_fields,
 )
-from stoker.data._stateful import OffsetStateful, Stateful, is_stateful
+from stoker.data._resume.progress import EpochProgress
+from stoker.data._sample_rng import keyed
+from stoker.data._samplers.base import BatchSampler, EpochSampler
+from stoker.data._samplers.distributed import DistributedSampler
+from stoker.data._samplers.epochs import same_value
+from stoker.data._samplers.positions import PositionSet
+from stoker.data._samplers.stateful import OffsetStateful, Stateful, is_stateful
+from stoker.data._sharded import ShardedIterableDataset
 
 __all__ = ["LOADER_STATE_FORMAT", "LOADER_STATE_VERSION", "ResumeTracker", "check_header"]
 

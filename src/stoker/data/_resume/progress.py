@@ -1,8 +1,9 @@
 """One loader epoch as the user sees it: the batches delivered and where each worker stands.
 
 Every loader iterator counts, in an :class:`EpochProgress`, the batches it hands to the user;
-the resume tracker (:mod:`stoker.data._state`) creates one per epoch and saves from it, and the
-worker iterator records an IterableDataset's per-worker states in it as batches are delivered.
+the resume tracker (:mod:`stoker.data._resume.tracker`) creates one per epoch and saves from it,
+and the worker iterator records an IterableDataset's per-worker states in it as batches are
+delivered.
 """
 
 from __future__ import annotations

@@ -20,35 +20,32 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any, TypeVar, cast
 
 import numpy as np
 
 from stoker import _torch
 from stoker._checks import check_int, resolve_world
-from stoker.data._distributed_state import (
+from stoker.data._errors import ValueRuntimeError, short_repr
+from stoker.data._generator import make_rng
+from stoker.data._samplers.base import Sampler, pieces
+from stoker.data._samplers.distributed_state import (
     MERGED_KEYS,
     check_merged_keys,
     list_length,
     read_position,
     saved_draws,
 )
-from stoker.data._elastic import (
+from stoker.data._samplers.epochs import STATE_VERSION, same_value, state_count
+from stoker.data._samplers.positions import (
     PositionSet,
     Share,
     epoch_total,
     plain_offsets,
     share_positions,
 )
-from stoker.data._epochs import STATE_VERSION, same_value, state_count
-from stoker.data._errors import short_repr
-from stoker.data._generator import make_rng
-from stoker.data._kinds import ValueRuntimeError
-from stoker.data._sampler import Sampler, pieces
-from stoker.data._workers import get_worker_info
 
-__all__ = ["DistributedSampler", "ShardInfo", "get_shard_info"]
+__all__ = ["WORLD_HINT", "DistributedSampler", "check_rank"]
 
 T_co = TypeVar("T_co", covariant=True)
 Positions = np.ndarray[Any, np.dtype[np.int64]]
@@ -56,10 +53,11 @@ Positions = np.ndarray[Any, np.dtype[np.int64]]
 _SHUFFLE_TAG = 0x4449_5354
 
 
-_WORLD_HINT = "pass ints, or fix WORLD_SIZE and RANK in the launcher's environment"
+WORLD_HINT = "pass ints, or fix WORLD_SIZE and RANK in the launcher's environment"
 
 
-def _check_rank(rank: int, num_replicas: int) -> None:
+def check_rank(rank: int, num_replicas: int) -> None:
+    """Raise torch's ValueError unless ``rank`` is in ``[0, num_replicas)``."""
     if rank >= num_replicas or rank < 0:
         raise ValueError(
             f"Invalid rank {rank}, rank should be in the interval [0, {num_replicas - 1}] "
@@ -69,10 +67,10 @@ def _check_rank(rank: int, num_replicas: int) -> None:
 
 def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int]:
     """Return ``(num_replicas, rank)`` as DistributedSampler finds them, with torch's errors."""
-    checked: int | None = check_int(num_replicas, "num_replicas", allow_none=True, hint=_WORLD_HINT)
+    checked: int | None = check_int(num_replicas, "num_replicas", allow_none=True, hint=WORLD_HINT)
     if checked is not None and checked <= 0:
         raise ValueError(f"num_replicas must be a positive int, got {checked!r}")
-    found_rank, found_size = resolve_world(rank, checked, hint=_WORLD_HINT, check_order=False)
+    found_rank, found_size = resolve_world(rank, checked, hint=WORLD_HINT, check_order=False)
     if found_size is None or found_rank is None:
         missing = " and ".join(
             name
@@ -87,7 +85,7 @@ def _resolve_world(num_replicas: int | None, rank: int | None) -> tuple[int, int
             "initialise torch.distributed (after importing torch), or set the WORLD_SIZE and "
             "RANK environment variables"
         )
-    _check_rank(found_rank, found_size)
+    check_rank(found_rank, found_size)
     return found_size, found_rank
 
 
@@ -401,62 +399,3 @@ class DistributedSampler(Sampler[T_co]):
             if offsets is not None:
                 return PositionSet(offsets[self.rank]), None
         return PositionSet(), share
-
-
-@dataclass(frozen=True)
-class ShardInfo:
-    """Which share of an IterableDataset the calling (rank, worker) pair should yield.
-
-    Attributes:
-        index: this shard's number, ``rank * num_workers + worker_id``.
-        count: the number of shards, ``world_size * num_workers``.
-        rank: the process's rank.
-        world_size: the number of ranks.
-        worker_id: the loader worker's id (0 outside a worker).
-        num_workers: the loader's number of workers (1 outside a worker).
-    """
-
-    index: int
-    count: int
-    rank: int
-    world_size: int
-    worker_id: int
-    num_workers: int
-
-
-def get_shard_info(rank: int | None = None, world_size: int | None = None) -> ShardInfo:
-    """Return the calling (rank, worker) pair's shard, for ``IterableDataset.__iter__``.
-
-    Yield every ``count``-th sample starting at ``index`` (e.g.
-    ``itertools.islice(source, shard.index, None, shard.count)``) and, over all ranks and
-    workers, every sample is yielded exactly once. ``rank``/``world_size`` default as in
-    :class:`DistributedSampler`: an initialised ``torch.distributed`` process group (seen in
-    worker processes only when they were forked), else the ``RANK``/``WORLD_SIZE`` environment
-    variables (inherited by every worker), else a single process. Capture them in the main
-    process (e.g. in the dataset's ``__init__``) and pass them here when the workers cannot
-    see either.
-
-    Args:
-        rank: this process's rank, or None.
-        world_size: the number of ranks, or None.
-
-    Returns:
-        The :class:`ShardInfo`.
-
-    Raises:
-        ValueError: when rank is outside ``[0, world_size)``.
-    """
-    found_rank, found_size = resolve_world(rank, world_size, hint=_WORLD_HINT, check_order=False)
-    world = 1 if found_size is None else found_size
-    rank = 0 if found_rank is None else found_rank
-    _check_rank(rank, world)
-    info = get_worker_info()
-    worker_id, num_workers = (0, 1) if info is None else (info.id, info.num_workers)
-    return ShardInfo(
-        index=rank * num_workers + worker_id,
-        count=world * num_workers,
-        rank=rank,
-        world_size=world,
-        worker_id=worker_id,
-        num_workers=num_workers,
-    )

@@ -4,8 +4,8 @@ Two kinds of loader state merge (see docs/design/resume.md):
 
 * a map-style dataset with a :class:`~stoker.data.DistributedSampler`: each rank's state says
   which indices of its own list were delivered; the merge turns them into the epoch's global
-  positions (:mod:`stoker.data._elastic`) and keeps their union. Loaded on ``M`` ranks, the
-  positions not consumed are split over them (or, on the same ranks, each resumes at its
+  positions (:mod:`stoker.data._samplers.positions`) and keeps their union. Loaded on ``M``
+  ranks, the positions not consumed are split over them (or, on the same ranks, each resumes at its
   offset when the union is each rank's prefix);
 * an IterableDataset that is a :class:`~stoker.data.ShardedIterableDataset`: each worker's
   state holds per-shard offsets; the merge keeps each shard's latest.
@@ -23,8 +23,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from stoker.data._distributed_state import RANK_KEYS, read_position, saved_draws
-from stoker.data._elastic import (
+from stoker.data._errors import short_repr
+from stoker.data._resume.tracker import check_header
+from stoker.data._samplers.distributed_state import RANK_KEYS, read_position, saved_draws
+from stoker.data._samplers.epochs import same_value, state_count
+from stoker.data._samplers.positions import (
     MAX_MERGED_POSITIONS,
     PositionSet,
     Share,
@@ -32,10 +35,7 @@ from stoker.data._elastic import (
     share_positions,
     split_remainder,
 )
-from stoker.data._epochs import same_value, state_count
-from stoker.data._errors import short_repr
 from stoker.data._sharded import MAX_SHARDS, SHARDED_FORMAT, dealt_shards, merge_shard_states
-from stoker.data._state import check_header
 
 __all__ = ["merge_states"]
 

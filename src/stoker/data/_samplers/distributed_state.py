@@ -13,9 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from stoker.data._elastic import PositionSet, Share, epoch_total
-from stoker.data._epochs import state_count
 from stoker.data._errors import short_repr
+from stoker.data._samplers.epochs import state_count
+from stoker.data._samplers.positions import PositionSet, Share, epoch_total
 
 __all__ = [
     "MERGED_KEYS",

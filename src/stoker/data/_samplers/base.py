@@ -9,12 +9,12 @@ else NumPy's legacy one); an int seed makes every epoch reproducible (epoch ``e`
 ``torch.multinomial``, exactly as torch's samplers do), so the order equals torch's for the same
 generator state.
 
-The random samplers live in :mod:`stoker.data._sampler_random`; they and
+The random samplers live in :mod:`stoker.data._samplers.shuffled`; they and
 :class:`SequentialSampler` derive from :class:`EpochSampler`, whose epoch clock
-(:class:`~stoker.data._epochs.EpochClock`) keeps each epoch's randomness and progress. Every
-stoker sampler has ``state_dict()`` / ``load_state_dict()`` (the
-:class:`~stoker.data._stateful.OffsetStateful` contract): a small JSON-serialisable dict (epoch,
-seed, offset; no per-index lists) from which iteration resumes where it stopped, starting at
+(:class:`~stoker.data._samplers.epochs.EpochClock`) keeps each epoch's randomness and progress.
+Every stoker sampler has ``state_dict()`` / ``load_state_dict()`` (the
+:class:`~stoker.data._samplers.stateful.OffsetStateful` contract): a small JSON-serialisable dict
+(epoch, seed, offset; no per-index lists) from which iteration resumes where it stopped, starting at
 the offset without replaying the epoch. The helpers the samplers share (index pieces, argument
 checks, torch's double-kind errors) are here too.
 """
@@ -27,11 +27,11 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from stoker._checks import torch_first
-from stoker.data._epochs import EpochClock, EpochRecord, track
+from stoker.data._errors import TypeValueError
 from stoker.data._fetch import take
 from stoker.data._generator import check_generator
-from stoker.data._kinds import TypeValueError
-from stoker.data._stateful import Stateful
+from stoker.data._samplers.epochs import EpochClock, EpochRecord, track
+from stoker.data._samplers.stateful import Stateful
 
 __all__ = [
     "BatchSampler",
@@ -111,10 +111,10 @@ class Sampler(Generic[T_co]):
 
 
 class EpochSampler(Sampler[int]):
-    """Base of stoker's index samplers: epochs from an :class:`~stoker.data._epochs.EpochClock`.
+    """Base of stoker's index samplers: epochs from an epoch clock (``epochs.EpochClock``).
 
     A subclass draws an epoch in :meth:`_begin_chunks`; this base yields it, counts it, and
-    saves and restores it at any offset (the :class:`~stoker.data._stateful.OffsetStateful`
+    saves and restores it at any offset (the :class:`~stoker.data._samplers.stateful.OffsetStateful`
     contract).
     """
 
@@ -318,7 +318,7 @@ class BatchSampler(Sampler[list[int]]):
 
         Raises:
             TypeError: when the inner sampler is not
-                :class:`~stoker.data._stateful.Stateful` (it lacks ``state_dict`` or
+                :class:`~stoker.data._samplers.stateful.Stateful` (it lacks ``state_dict`` or
                 ``load_state_dict``).
         """
         return self._stateful_inner("state_dict").state_dict()
@@ -327,7 +327,8 @@ class BatchSampler(Sampler[list[int]]):
         """Restore the inner sampler's state.
 
         Raises:
-            TypeError: when the inner sampler is not :class:`~stoker.data._stateful.Stateful`.
+            TypeError: when the inner sampler is not
+                :class:`~stoker.data._samplers.stateful.Stateful`.
         """
         self._stateful_inner("load_state_dict").load_state_dict(state)
 
