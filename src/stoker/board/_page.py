@@ -8,16 +8,15 @@ and with or without the ``/experiment/ID`` part) are answered from the provider'
 errors, CSV downloads) is passed to TensorBoard's web server and its answer passed back,
 status and headers as they came, over one kept-alive connection per thread.
 
-Answers are cached by route and request until the provider's generation changes (a reload
-that read anything), 512 MiB at most, with their gzip encoding once a client has asked for it:
-a page refresh is answered from memory. Answers are gzipped for clients that accept it, as
-TensorBoard gzips its JSON.
+Answers are kept in the provider's answer cache (:class:`~stoker.board._provider.AnswerCache`,
+shared with the gRPC answers) by route and request until a reload reads anything, with their
+gzip encoding once a client has asked for it: a page refresh is answered from memory. Answers
+are gzipped for clients that accept it, as TensorBoard gzips its JSON.
 """
 
 from __future__ import annotations
 
 import contextlib
-import gzip
 import http.client
 import http.server
 import json
@@ -27,19 +26,19 @@ import socket
 import sys
 import threading
 import urllib.parse
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
+from stoker._checks import check_int
 from stoker.board._provider import Provider
 from stoker.board._scalar_routes import multirun_answer, scalars_answer, time_series_answer
+from stoker.board._server import check_host, check_port
 
 __all__ = ["DEFAULT_SAMPLES", "PageServer", "accepts_gzip"]
 
 DEFAULT_SAMPLES = 1000
 """Points of a scalar series TensorBoard keeps without ``--samples_per_plugin``."""
 _LOG = logging.getLogger("stoker.board")
-_CACHE_BYTES = 512 << 20
 _UPSTREAM_TIMEOUT = 600.0
 _IDLE_SECONDS = 600.0
 _MAX_BODY = 64 << 20  # the page's POSTs are forms and JSON of a few KiB
@@ -72,69 +71,6 @@ def accepts_gzip(header: str) -> bool:
         if quality > 0:
             return True
     return False
-
-
-class _Answers:
-    """Encoded answers by request, for the provider's latest generation, in a bounded LRU.
-
-    A small answer (a run's series) may evict the least recently used ones; a large one (a
-    time series card over every run, up to a quarter of the budget and more) is kept only if
-    it fits beside what is kept, so that a page's cards, asked in turn, do not evict each
-    other and the small answers at every refresh.
-    """
-
-    def __init__(self, budget: int = _CACHE_BYTES) -> None:
-        self._lock = threading.Lock()
-        self._entries: OrderedDict[tuple[Any, ...], dict[str, bytes]] = OrderedDict()
-        self._bytes = 0
-        self._budget = budget
-        self._generation = -1
-
-    def get(
-        self, generation: int, key: tuple[Any, ...], make: Callable[[], bytes | None], zipped: bool
-    ) -> bytes | None:
-        """The answer to ``key``, made once per generation; gzipped when ``zipped``."""
-        with self._lock:
-            if generation > self._generation:
-                self._entries.clear()
-                self._bytes = 0
-                self._generation = generation
-            entry = self._entries.get(key) if generation == self._generation else None
-            if entry is not None:
-                self._entries.move_to_end(key)
-        changed = entry is None
-        if entry is None:
-            body = make()
-            if body is None:
-                return None
-            entry = {"identity": body}
-        if zipped and "gzip" not in entry:
-            entry = {**entry, "gzip": gzip.compress(entry["identity"], compresslevel=1, mtime=0)}
-            changed = True
-        if changed:
-            self._keep(generation, key, entry)
-        return entry["gzip" if zipped else "identity"]
-
-    def _keep(self, generation: int, key: tuple[Any, ...], entry: dict[str, bytes]) -> None:
-        size = sum(len(body) for body in entry.values())
-        with self._lock:
-            if generation != self._generation:
-                return  # made from an older state of the log dir
-            old = self._entries.pop(key, None)
-            if old is not None:
-                self._bytes -= sum(len(body) for body in old.values())
-            if size > self._budget // 4 and self._bytes + size > self._budget:
-                return
-            self._entries[key] = entry
-            self._bytes += size
-            while self._bytes > self._budget:
-                _, dropped = self._entries.popitem(last=False)
-                self._bytes -= sum(len(body) for body in dropped.values())
-
-    @property
-    def size(self) -> int:
-        """Bytes kept."""
-        return self._bytes
 
 
 class _Upstream:
@@ -330,7 +266,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             key = (route, text)
             make = lambda: time_series_answer(provider, requests, samples)  # noqa: E731
         try:
-            answer = page.answers.get(generation, key, make, zipped)
+            answer = provider.answers.get(generation, key, make, zipped)
         except Exception as err:  # a defect here must not cost the page: TensorBoard answers
             _LOG.warning("stoker board: answering %s failed (%s); TensorBoard answers it",
                          self.path, err)  # fmt: skip
@@ -431,6 +367,8 @@ class PageServer:
             scalars=N``; None: TensorBoard's default, 1,000).
 
     Raises:
+        ValueError: If ``host``, ``port`` or ``samples`` is out of range.
+        TypeError: If ``path_prefix`` is not a str, or ``samples`` not an int.
         OSError: If ``host:port`` cannot be listened on.
     """
 
@@ -445,11 +383,16 @@ class PageServer:
         samples: int | None = None,
     ) -> None:
         """Listen on ``host:port``; serve from :meth:`start`."""
+        check_host(host)
+        port = check_port(port)
+        if not isinstance(path_prefix, str):
+            raise TypeError(f"path_prefix must be a str such as '/tb', got {path_prefix!r}")
         self.provider = provider
         self.upstream = _Upstream(*upstream)
         self.prefix = path_prefix.rstrip("/")
-        self.samples = DEFAULT_SAMPLES if samples is None else samples
-        self.answers = _Answers()
+        checked = check_int(samples, "samples", minimum=0, allow_none=True,
+                            hint="TensorBoard's --samples_per_plugin scalars=N")  # fmt: skip
+        self.samples = DEFAULT_SAMPLES if checked is None else checked
         self._counted = threading.Lock()
         self.answered: dict[str, int] = {}
         """Requests answered here, by route (``scalars/scalars``...); the rest went on."""

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import gzip
 import json
 import random
 import threading
@@ -50,6 +51,7 @@ from stoker.tensorboard._board import (
 
 __all__ = [
     "BLOB_CHUNK_BYTES",
+    "AnswerCache",
     "Provider",
     "RequestError",
     "ScalarColumns",
@@ -60,8 +62,7 @@ __all__ = [
 
 BLOB_CHUNK_BYTES = 1 << 20
 """Most bytes of a blob sent in one ``ReadBlobResponse`` of the stream."""
-_CACHE_ENTRIES = 512
-_CACHE_BYTES = 256 << 20
+_CACHE_BYTES = 512 << 20
 
 
 ScalarColumns = tuple[
@@ -219,6 +220,76 @@ def _first_per_step(points: list[BlobPoint]) -> list[BlobPoint]:
     return [first[step] for step in sorted(first)]
 
 
+class AnswerCache:
+    """Encoded answers by request, for the provider's latest generation, in a bounded LRU.
+
+    One per provider: the gRPC service's answers and the page server's JSON share its budget.
+
+    A small answer (a run's series) may evict the least recently used ones; a large one (more
+    than a quarter of the budget: a time series card over every run) is kept only if it fits
+    beside what is kept, so that a page's cards, asked in turn, do not evict each other and
+    the small answers at every refresh.
+    """
+
+    def __init__(self, budget: int = _CACHE_BYTES) -> None:
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[Any, ...], dict[str, bytes]] = OrderedDict()
+        self._bytes = 0
+        self._budget = budget
+        self._generation = -1
+
+    def advance(self, generation: int) -> None:
+        """Forget every answer older than ``generation`` (a reload changed what is served)."""
+        with self._lock:
+            if generation > self._generation:
+                self._entries.clear()
+                self._bytes = 0
+                self._generation = generation
+
+    def get(
+        self, generation: int, key: tuple[Any, ...], make: Callable[[], bytes | None], zipped: bool
+    ) -> bytes | None:
+        """The answer to ``key``, made once per generation; gzipped when ``zipped``."""
+        self.advance(generation)
+        with self._lock:
+            entry = self._entries.get(key) if generation == self._generation else None
+            if entry is not None:
+                self._entries.move_to_end(key)
+        changed = entry is None
+        if entry is None:
+            body = make()
+            if body is None:
+                return None
+            entry = {"identity": body}
+        if zipped and "gzip" not in entry:
+            entry = {**entry, "gzip": gzip.compress(entry["identity"], compresslevel=1, mtime=0)}
+            changed = True
+        if changed:
+            self._keep(generation, key, entry)
+        return entry["gzip" if zipped else "identity"]
+
+    def _keep(self, generation: int, key: tuple[Any, ...], entry: dict[str, bytes]) -> None:
+        size = sum(len(body) for body in entry.values())
+        with self._lock:
+            if generation != self._generation:
+                return  # made from an older state of the log dir
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= sum(len(body) for body in old.values())
+            if size > self._budget // 4 and self._bytes + size > self._budget:
+                return
+            self._entries[key] = entry
+            self._bytes += size
+            while self._bytes > self._budget:
+                _, dropped = self._entries.popitem(last=False)
+                self._bytes -= sum(len(body) for body in dropped.values())
+
+    @property
+    def size(self) -> int:
+        """Bytes kept."""
+        return self._bytes
+
+
 class Provider:
     """Answers TensorBoard's data-provider requests from a :class:`SeriesLog`.
 
@@ -231,9 +302,9 @@ class Provider:
         self._log = log
         self._lock = threading.Lock()
         self._runs = log.series_runs()
-        self._cache: OrderedDict[tuple[str, bytes], bytes] = OrderedDict()
-        self._cached_bytes = 0
         self._generation = 0
+        self.answers = AnswerCache()
+        """Encoded answers, kept until a reload changes what is served."""
 
     @property
     def run_count(self) -> int:
@@ -264,27 +335,20 @@ class Provider:
             count = self._log.reload()
             self._runs = self._log.series_runs()
             if count or set(self._runs) != before:
-                self._cache.clear()
-                self._cached_bytes = 0
                 self._generation += 1
+                self.answers.advance(self._generation)
             return count
 
     def cached(self, method: str, request: bytes, answer: Callable[[bytes], bytes]) -> bytes:
-        """Return the encoded answer to an encoded request, from the cache when it holds it."""
-        key = (method, request)
+        """Return the encoded answer to an encoded request, from the cache when it holds it.
+
+        The lock is held while answering, so that every answer is of one state of the log dir.
+        """
         with self._lock:
-            found = self._cache.get(key)
-            if found is not None:
-                self._cache.move_to_end(key)
-                return found
-            response = answer(request)
-            if len(response) <= _CACHE_BYTES // 4:
-                self._cache[key] = response
-                self._cached_bytes += len(response)
-                while len(self._cache) > _CACHE_ENTRIES or self._cached_bytes > _CACHE_BYTES:
-                    _, dropped = self._cache.popitem(last=False)
-                    self._cached_bytes -= len(dropped)
-            return response
+            found = self.answers.get(self._generation, (method, request),
+                                     lambda: answer(request), zipped=False)  # fmt: skip
+        assert found is not None  # answer() returns bytes
+        return found
 
     def scalar_columns(
         self, plugin: str, tag: str, runs: Sequence[str] | None, num_points: int

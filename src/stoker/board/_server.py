@@ -25,7 +25,7 @@ from tensorboard.data.proto import data_provider_pb2 as pb
 from stoker.board._provider import Provider, RequestError
 from stoker.tensorboard._board import SeriesLog
 
-__all__ = ["SERVICE", "DataServer"]
+__all__ = ["SERVICE", "DataServer", "check_host", "check_port"]
 
 SERVICE = "tensorboard.data.TensorBoardDataProvider"
 _LOG = logging.getLogger("stoker.board")
@@ -58,10 +58,18 @@ def _check_interval(reload_interval: object) -> float:
     return float(reload_interval)
 
 
-def _check_port(port: object) -> int:
+def check_port(port: object) -> int:
+    """Return ``port`` if it is an int in [0, 65535], else raise ValueError naming it."""
     if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
         raise ValueError(f"port must be an int in [0, 65535] (0: any free port), got {port!r}")
     return port
+
+
+def check_host(host: object) -> str:
+    """Return ``host`` if it is a non-empty str, else raise ValueError naming it."""
+    if not isinstance(host, str) or not host:
+        raise ValueError(f"host must be a non-empty str such as '127.0.0.1', got {host!r}")
+    return host
 
 
 def _decode(kind: Any, data: bytes) -> Any:
@@ -114,10 +122,9 @@ class DataServer:
         workers: int | None = None,
     ) -> None:
         """Read the log dir and bind the port; serve from :meth:`start` (or ``with``)."""
-        if not isinstance(host, str) or not host:
-            raise ValueError(f"host must be a non-empty str such as '127.0.0.1', got {host!r}")
+        check_host(host)
         self._interval = _check_interval(reload_interval)
-        port = _check_port(port)
+        port = check_port(port)
         self.provider = Provider(SeriesLog(logdir, workers=workers))
         self._server = grpc.server(
             futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="stoker-board"),

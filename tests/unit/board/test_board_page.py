@@ -22,7 +22,7 @@ import pytest
 
 from stoker.board import _scalar_routes
 from stoker.board._page import PageServer, accepts_gzip
-from stoker.board._provider import Provider
+from stoker.board._provider import AnswerCache, Provider
 from stoker.tensorboard import SummaryWriter
 from stoker.tensorboard._board import SeriesLog
 
@@ -380,13 +380,11 @@ def test_json_without_orjson_reads_the_same(provider: Provider) -> None:
 
 
 def test_answers_are_made_once_per_generation_and_kept_within_the_budget() -> None:
-    """The answer cache: one make per key and generation, older generations never kept.
+    """The provider's answer cache: one make per key and generation, older ones never kept.
 
     Small answers evict the least recently used; a large one (over a quarter of the budget)
     is kept only beside what is kept, never by evicting.
     """
-    from stoker.board._page import _Answers
-
     made: list[tuple[Any, ...]] = []
 
     def maker(key: tuple[Any, ...], size: int) -> Any:
@@ -396,7 +394,7 @@ def test_answers_are_made_once_per_generation_and_kept_within_the_budget() -> No
 
         return make
 
-    answers = _Answers(budget=1000)
+    answers = AnswerCache(budget=1000)
     assert answers.get(1, ("a",), maker(("a",), 100), False) == b"x" * 100
     assert answers.get(1, ("a",), maker(("a",), 100), False) == b"x" * 100
     assert made == [("a",)]
@@ -421,3 +419,47 @@ def test_answers_are_made_once_per_generation_and_kept_within_the_budget() -> No
     assert gzip.decompress(zipped) == b"x" * 100
     assert ("k2",) not in made  # gzip of the kept answer
     assert answers.get(2, ("none",), lambda: None, False) is None
+
+
+@pytest.mark.parametrize(
+    ("arguments", "error", "message"),
+    [
+        ({"host": ""}, ValueError, "host must be a non-empty str"),
+        ({"host": None}, ValueError, "host must be a non-empty str"),
+        ({"port": 70000}, ValueError, r"port must be an int in \[0, 65535\]"),
+        ({"port": "6006"}, ValueError, "port must be an int"),
+        ({"samples": -1}, ValueError, "samples must be >= 0, got -1"),
+        ({"samples": 2.5}, TypeError, "samples must be an int or None, got 2.5"),
+        ({"path_prefix": None}, TypeError, "path_prefix must be a str"),
+    ],
+)
+def test_bad_arguments_name_the_value(
+    provider: Provider, arguments: dict[str, Any], error: type[Exception], message: str
+) -> None:
+    """Each bad argument of PageServer is refused before it listens, naming the value."""
+    with pytest.raises(error, match=message):
+        PageServer(provider, ("127.0.0.1", 1), **{"host": "127.0.0.1", "port": 0, **arguments})
+
+
+def test_the_provider_keeps_grpc_answers_until_a_reload_changes_something(
+    provider: Provider,
+) -> None:
+    """The gRPC answers go through the same cache: made once, made again after a change."""
+    made: list[bytes] = []
+
+    def answer(request: bytes) -> bytes:
+        made.append(request)
+        return request * 2
+
+    assert provider.cached("ListRuns", b"q", answer) == b"qq"
+    assert provider.cached("ListRuns", b"q", answer) == b"qq"
+    assert made == [b"q"]
+    assert provider.reload() == 0  # nothing new: kept
+    provider.cached("ListRuns", b"q", answer)
+    assert made == [b"q"]
+    with SummaryWriter(Path(provider.location) / "a") as writer:
+        writer.add_scalar("loss", 9.0, 100)
+    assert provider.reload() > 0
+    assert provider.answers.size == 0  # forgotten at once, not at the next request
+    provider.cached("ListRuns", b"q", answer)
+    assert made == [b"q", b"q"]
