@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import numpy as np
@@ -19,6 +20,7 @@ from stoker.data._workers.protocol import (
     RESET_DONE,
     STOP,
     Command,
+    Meta,
     Reply,
     Reset,
     Task,
@@ -208,3 +210,28 @@ def test_an_epoch_setup_prepares_the_dataset_each_epoch_with_its_shared_seed() -
     worker_loop(setup, host)
     assert calls == [("prepare", 100, 1, 2), ("init", 1), ("prepare", 200, 1, 2)]
     assert host.replies == [(0, BATCH, [100, 101]), (-1, RESET_DONE, None), (0, BATCH, [200, 201])]
+
+
+def test_a_process_worker_yields_its_cpu_right_after_each_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reply is written first, then the CPU offered to the main process it woke."""
+    import multiprocessing
+
+    from stoker.data._workers import process
+
+    events: list[str] = []
+    task_reader, task_writer = multiprocessing.Pipe(duplex=False)
+    result_reader, result_writer = multiprocessing.Pipe(duplex=False)
+    try:
+        host = process.ProcessHost(task_reader, result_writer, main_pid=os.getpid())
+        monkeypatch.setattr(
+            process.os, "sched_yield", lambda: events.append(f"yield after {result_reader.poll()}")
+        )
+        for task_id in (3, 4):
+            host.send(Reply(task_id, BATCH, [task_id], Meta()))
+            assert result_reader.recv_bytes()  # what was sent arrives
+        assert events == ["yield after True", "yield after True"]
+    finally:
+        for conn in (task_reader, task_writer, result_reader, result_writer):
+            conn.close()
