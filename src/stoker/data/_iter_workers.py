@@ -66,6 +66,7 @@ from stoker.data._collate import default_collate
 from stoker.data._errors import short_repr
 from stoker.data._iter import LoaderIter
 from stoker.data._plan import LoaderPlan
+from stoker.data._resume.progress import DeliveryMarks
 from stoker.data._resume.tracker import ResumeTracker
 from stoker.data._sample_rng import KeyedIndices
 from stoker.data._stats import LoaderStats
@@ -188,7 +189,7 @@ class WorkerIter(LoaderIter):
             and plan.collate_fn is default_collate
         )
         self._persistent = plan.persistent_workers
-        resume = self._progress.resume
+        resume = self._progress.replicas.resume
         setups = [
             WorkerSetup(
                 dataset=plan.dataset,
@@ -259,7 +260,7 @@ class WorkerIter(LoaderIter):
         A worker's final state (taken when its replica ended) replaces it once all of that
         worker's batches have been yielded. Empty for datasets without ``state_dict()``.
         """
-        return self._progress.worker_states
+        return self._progress.replicas.states
 
     def _start_epoch(self) -> None:
         self._send_idx = 0
@@ -270,9 +271,10 @@ class WorkerIter(LoaderIter):
         # A resumed epoch goes on where it stopped: the round-robin starts at the worker that
         # was next, and workers whose replica had ended get no task.
         progress, count = self._progress, self._num_workers
-        progress.out_of_order = not self._in_order
-        first = 0 if progress.last_worker is None else progress.last_worker + 1
-        self._active = [w not in progress.exhausted for w in range(count)]
+        progress.marks = None if self._in_order else DeliveryMarks()
+        replicas = progress.replicas
+        first = 0 if replicas.last_worker is None else replicas.last_worker + 1
+        self._active = [w not in replicas.exhausted for w in range(count)]
         self._cycle: Iterator[int] = itertools.cycle((first + i) % count for i in range(count))
         self._dispatch()
         if self._first.holds_window:
@@ -394,16 +396,17 @@ class WorkerIter(LoaderIter):
         if self._in_order:
             self._rcvd_idx = task_id + 1
         progress = self._progress
-        progress.last_worker = worker_id
-        if not self._in_order:
-            progress.deliver(task_id)
+        replicas = progress.replicas
+        replicas.last_worker = worker_id
+        if progress.marks is not None:
+            progress.marks.deliver(task_id)
         if self._iterable:
             if meta.ended:
-                progress.exhausted.add(worker_id)
+                replicas.exhausted.add(worker_id)
             if meta.worker_state is not NO_STATE:
-                progress.worker_states[worker_id] = meta.worker_state
+                replicas.states[worker_id] = meta.worker_state
             elif meta.state_error is not None:
-                progress.states_failed = True
+                replicas.failed = True
                 failure = meta.state_error
                 warnings.warn(
                     f"the IterableDataset's state_dict() failed in worker {worker_id}, so its "
@@ -437,8 +440,9 @@ class WorkerIter(LoaderIter):
     def _apply_pending_state(self, worker_id: int) -> None:
         """Record an exhausted worker's final state once none of its batches is waiting."""
         if worker_id in self._pending_state and not self._book.holds_any(worker_id):
-            self._progress.worker_states[worker_id] = self._pending_state.pop(worker_id)
-            self._progress.exhausted.add(worker_id)
+            replicas = self._progress.replicas
+            replicas.states[worker_id] = self._pending_state.pop(worker_id)
+            replicas.exhausted.add(worker_id)
 
     def _handle_reply(self, worker_id: int, reply: Reply) -> None:
         task_id, status, payload, meta = reply

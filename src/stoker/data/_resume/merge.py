@@ -24,6 +24,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from stoker.data._errors import short_repr
+from stoker.data._resume.iterable import DatasetMode, MergedShardsMode, WorkerStatesMode
+from stoker.data._resume.samplers import MergedDistributedMode, OffsetMode
 from stoker.data._resume.tracker import check_header
 from stoker.data._samplers.distributed_state import RANK_KEYS, read_position, saved_draws
 from stoker.data._samplers.epochs import same_value, state_count
@@ -158,7 +160,7 @@ def _rank_sampler_state(position: int, state: dict[str, Any]) -> dict[str, Any]:
     """
     where = f"state {position}"
     saved = state["sampler_state"]
-    if state["mode"] != "offset" or not isinstance(saved, dict):
+    if state["mode"] != OffsetMode.name or not isinstance(saved, dict):
         raise ValueError(
             f"{where} must be one rank's state (mode 'offset' with a sampler_state dict), got "
             f"mode {state['mode']!r}; merge the states each rank's loader saved, not merged "
@@ -267,7 +269,7 @@ def _merge_distributed(states: list[dict[str, Any]]) -> dict[str, Any]:
         "resharded": share is not None,
         "consumed": PositionSet.of_mask(consumed).to_json(),
     }
-    merged.update(mode="merged", batches=0, sampler_state=sampler_state)
+    merged.update(mode=MergedDistributedMode.name, batches=0, sampler_state=sampler_state)
     return merged
 
 
@@ -278,9 +280,9 @@ def _replica_states(position: int, state: dict[str, Any]) -> list[Any]:
     """
     mode, saved = state["mode"], state["sampler_state"]
     where = f"state {position}"
-    if mode == "dataset":
+    if mode == DatasetMode.name:
         found = [saved]
-    elif mode == "worker_states":
+    elif mode == WorkerStatesMode.name:
         workers = saved.get("workers") if isinstance(saved, dict) else None
         if saved is not None and not isinstance(workers, list):
             raise ValueError(
@@ -339,7 +341,7 @@ def _merge_sharded(states: list[dict[str, Any]]) -> dict[str, Any]:
         combined["done"] = sorted(done)
         combined["offsets"] = [pair for pair in combined["offsets"] if pair[0] not in done]
     merged = copy.deepcopy(going[0] if going else by_rank[0])
-    merged.update(mode="merged", batches=0, sampler_state=combined)
+    merged.update(mode=MergedShardsMode.name, batches=0, sampler_state=combined)
     for key in ("rank", "world_size", "num_workers"):
         merged.pop(key, None)
     return merged
