@@ -134,10 +134,10 @@ class WorkerStatesMode(_IterableMode):
         }
         return state
 
-    def load(self, plan: LoaderPlan, saved: Any) -> None:
-        """Check the per-worker resume point (the workers load it as they start)."""
-        if saved is not None:
-            check_worker_states(plan, saved)
+    def check(self, plan: LoaderPlan, state: dict[str, Any], batches: int) -> None:
+        """The per-worker resume point, if any (the workers load it as they start)."""
+        if state["sampler_state"] is not None:
+            check_worker_states(plan, state["sampler_state"])
 
     def resume(self, plan: LoaderPlan, progress: EpochProgress, pending: dict[str, Any]) -> int:
         """The replicas start from their saved states."""
