@@ -61,6 +61,10 @@ Scenarios (``--only``):
 
 Peak RSS is the largest sum of RSS over the server and all its descendants (the Rust server,
 stoker's data provider), sampled from ``/proc`` every 50 ms, loading and refreshes included.
+A sum of RSS counts a page shared by several processes of the tree (a forked reader's pages it
+shares with its parent, shared libraries) once per process; peak PSS, the largest sum of
+``Pss`` from ``/proc/PID/smaps_rollup`` (each shared page divided among the processes mapping
+it), counts it once: the memory the tree takes from the machine.
 A server that has not loaded within ``--limit`` seconds is reported as "> limit". Requests are
 made one at a time (a browser makes up to six at once), each on a new connection, from this
 process, which shares the cores with the server. The tables give each server's seconds, the
@@ -171,13 +175,26 @@ def _tree(root: int, table: dict[int, tuple[int, int, int, int]]) -> set[int]:
     return found
 
 
+def _pss(pid: int) -> int:
+    """Process ``pid``'s proportional set size in bytes (0 when gone or unreadable)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
+            for line in rollup:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
 class TreeWatch:
-    """Samples the RSS of a process tree every ``interval`` seconds from a thread."""
+    """Samples the RSS and PSS of a process tree every ``interval`` seconds from a thread."""
 
     def __init__(self, root: int, interval: float = 0.05) -> None:
         """Start sampling the tree rooted at process ``root``."""
         self.root = root
         self.peak = 0
+        self.peak_pss = 0
         self.seen: dict[int, int] = {}  # pid -> start time, every member ever sampled
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._sample, args=(interval,), daemon=True)
@@ -193,6 +210,7 @@ class TreeWatch:
         table = _proc_table()
         members = _tree(self.root, table)
         self.peak = max(self.peak, sum(table[pid][3] for pid in members))
+        self.peak_pss = max(self.peak_pss, sum(_pss(pid) for pid in members))
         for pid in members:
             self.seen.setdefault(pid, table[pid][2])
         return members
@@ -423,10 +441,18 @@ def measure(
             try:
                 scenario.wait(server, base, server.started + args.limit)
             except Unfinished:
-                result.update(status=f"> {args.limit:.0f} s", rss_mib=server.watch.peak / 2**20)
+                result.update(
+                    status=f"> {args.limit:.0f} s",
+                    rss_mib=server.watch.peak / 2**20,
+                    pss_mib=server.watch.peak_pss / 2**20,
+                )
                 return result
             except ServerExited as err:
-                result.update(status=f"failed: {err}", rss_mib=server.watch.peak / 2**20)
+                result.update(
+                    status=f"failed: {err}",
+                    rss_mib=server.watch.peak / 2**20,
+                    pss_mib=server.watch.peak_pss / 2**20,
+                )
                 return result
             result.update(status="ok", seconds=time.perf_counter() - server.started)
             if scenario.after is not None:
@@ -435,6 +461,7 @@ def measure(
                 result["refresh_served_s"] = statistics.median(served for _, served in times)
             server.watch.sample()
             result["rss_mib"] = server.watch.peak / 2**20
+            result["pss_mib"] = server.watch.peak_pss / 2**20
     return result
 
 
@@ -466,6 +493,7 @@ def report(title: str, results: list[dict[str, Any]]) -> None:
 
     print(title)
     header = f"{'server':<32}{'seconds':>10}{'vs Rust':>10}{'vs Python':>11}{'peak RSS MiB':>14}"
+    header += f"{'peak PSS MiB':>14}"
     refreshes = any("refresh_s" in row for row in results)
     if refreshes:
         header += f"{'refresh s':>11}{'vs Rust':>10}{'vs Python':>11}{'served s':>10}"
@@ -477,7 +505,8 @@ def report(title: str, results: list[dict[str, Any]]) -> None:
         seconds = f"{row['seconds']:.1f}" if "seconds" in row else row["status"]
         rss = f"{row['rss_mib']:.0f}" if "rss_mib" in row else "-"
         line = f"{row['server']:<32}{seconds:>10}{ratio(row, RUST, 'seconds'):>10}"
-        line += f"{ratio(row, PYTHON, 'seconds'):>11}{rss:>14}"
+        pss = f"{row['pss_mib']:.0f}" if "pss_mib" in row else "-"
+        line += f"{ratio(row, PYTHON, 'seconds'):>11}{rss:>14}{pss:>14}"
         if refreshes:
             fresh = f"{row['refresh_s']:.2f}" if "refresh_s" in row else "-"
             line += f"{fresh:>11}{ratio(row, RUST, 'refresh_s'):>10}"
@@ -772,6 +801,7 @@ def provider_scenario(args: argparse.Namespace) -> dict[str, Any]:
                     row["status"] = f"failed: {exited}"
                 server.watch.sample()
                 row["rss_mib"] = server.watch.peak / 2**20
+                row["pss_mib"] = server.watch.peak_pss / 2**20
             results.append(row)
     report(title, results)
     return {"title": title, "results": results}
