@@ -226,7 +226,7 @@ def test_a_process_worker_yields_its_cpu_right_after_each_reply(
     try:
         host = process.ProcessHost(task_reader, result_writer, main_pid=os.getpid())
         monkeypatch.setattr(
-            process.os, "sched_yield", lambda: events.append(f"yield after {result_reader.poll()}")
+            process, "_sched_yield", lambda: events.append(f"yield after {result_reader.poll()}")
         )
         for task_id in (3, 4):
             host.send(Reply(task_id, BATCH, [task_id], Meta()))

@@ -89,6 +89,9 @@ __all__ = ["ProcessHost", "ProcessPool", "process_main"]
 _PARENT_CHECK_MS = math.ceil(PARENT_CHECK_INTERVAL * 1000)
 
 
+_sched_yield: Callable[[], None] = getattr(os, "sched_yield", lambda: None)  # not on Windows
+
+
 class ProcessHost:
     """The worker side of process workers (see :class:`~stoker.data._workers.loop.WorkerHost`)."""
 
@@ -161,7 +164,7 @@ class ProcessHost:
         about half of the fresh loaders there). With a core free the call returns at once.
         """
         self._conn.send_bytes(self.slabs.encode(reply))
-        os.sched_yield()
+        _sched_yield()
 
 
 def process_main(
