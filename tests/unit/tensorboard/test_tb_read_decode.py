@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from tb_events import write_calls, write_raw_events
 from tb_loaders import accumulate
 
-from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader
+from stoker.tensorboard import CorruptRecordWarning, EventFileError, Reader, SummaryWriter
 from stoker.tensorboard._proto import (
     event_bytes,
     frame_many,
@@ -307,3 +307,28 @@ def test_block_decoding_of_scalars_equals_event_by_event(
                 )
                 tag, step, wall_time, scalar = expected
                 assert got == (tag, step, struct.pack("<d", wall_time), struct.pack("<d", scalar))
+
+
+def test_the_scalar_fast_path_remembers_no_image_and_still_reads_a_long_tag(tmp_path: Path) -> None:
+    """Every event reaches the fast path; an image's bytes must not stay in its tag cache."""
+    long_tag = "t" * 600  # its prefix is over the cached length: decoded each time
+    with SummaryWriter(str(tmp_path)) as writer:
+        for step in range(12):
+            pixels = np.random.default_rng(step).integers(0, 255, (3, 48, 48), dtype=np.uint8)
+            writer.add_image("picture", pixels, step)
+            writer.add_scalar("loss", step / 2, step)
+            writer.add_scalar(long_tag, step * 3.0, step)
+    (path,) = tmp_path.glob("events.out.tfevents.*")
+    fast = ScalarFastPath()
+    found = []
+    for block in scan_blocks(path.read_bytes()).blocks:
+        hits = fast.match_block(block)
+        found += [(hits.tags[hits.tag[row]], int(hits.step[row]), float(hits.value[row]))
+                  for row in range(len(block)) if hits.hit[row]]  # fmt: skip
+    assert sorted(found) == sorted(
+        [("loss", step, step / 2) for step in range(12)]
+        + [(long_tag, step, step * 3.0) for step in range(12)]
+    )
+    remembered = list(fast._prefixes)
+    assert remembered, "the short scalar tag's prefix is remembered"
+    assert max(map(len, remembered)) <= 512  # no image record (about 7 KB each) among them

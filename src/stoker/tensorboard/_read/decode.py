@@ -76,6 +76,14 @@ __all__ = [
 _DOUBLE_AT = struct.Struct("<d").unpack_from
 _FLOAT_AT = struct.Struct("<f").unpack_from
 _MAX_CACHED_PREFIXES = 65536
+_MAX_CACHED_PREFIX_BYTES = 512
+"""The longest run of bytes between step and value the scalar fast path remembers.
+
+Every event reaches the fast path, and for one that is not a plain scalar (an image, a
+histogram) those bytes are most of the record: remembered, they kept every image of a log dir
+in memory (241 MB of a 241 MB image log dir). A scalar's are its tag and a few bytes of
+framing; a longer tag is decoded each time, not remembered.
+"""
 _MAX_ELEMENTS = 1 << 31
 MAX_BROADCAST_ELEMENTS = 1 << 10
 """Most elements a tensor may broadcast from fewer values, unless it has more bytes than that.
@@ -309,7 +317,7 @@ class ScalarFastPath:
         if prefix in prefixes:
             return prefixes[prefix]
         tag = scalar_prefix_tag(prefix) if prefix else None
-        if len(prefixes) < _MAX_CACHED_PREFIXES:
+        if len(prefixes) < _MAX_CACHED_PREFIXES and len(prefix) <= _MAX_CACHED_PREFIX_BYTES:
             prefixes[prefix] = tag
         return tag
 
