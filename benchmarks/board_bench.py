@@ -96,6 +96,7 @@ from typing import Any, NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import logdir_bench  # the sweep, its cache and the HTTP helpers are shared
+from loader_bench import pss  # a process's PSS, as loader_bench's copy-on-write rows read it
 
 TAG = "loss"
 IMAGE_TAG = "samples"
@@ -175,18 +176,6 @@ def _tree(root: int, table: dict[int, tuple[int, int, int, int]]) -> set[int]:
     return found
 
 
-def _pss(pid: int) -> int:
-    """Process ``pid``'s proportional set size in bytes (0 when gone or unreadable)."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
-            for line in rollup:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1]) * 1024
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 class TreeWatch:
     """Samples the RSS and PSS of a process tree every ``interval`` seconds from a thread."""
 
@@ -210,7 +199,7 @@ class TreeWatch:
         table = _proc_table()
         members = _tree(self.root, table)
         self.peak = max(self.peak, sum(table[pid][3] for pid in members))
-        self.peak_pss = max(self.peak_pss, sum(_pss(pid) for pid in members))
+        self.peak_pss = max(self.peak_pss, sum(pss(pid) for pid in members))
         for pid in members:
             self.seen.setdefault(pid, table[pid][2])
         return members

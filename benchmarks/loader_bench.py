@@ -1258,7 +1258,7 @@ def _cow_loader(config: str, ds: CowData, order: CowOrder) -> Iterator[Any]:
     raise ValueError(config)
 
 
-def _pss(pid: int) -> int:
+def pss(pid: int) -> int:
     """PSS of one process in bytes (0 when it is gone)."""
     try:
         with open(f"/proc/{pid}/smaps_rollup", "rb") as rollup:
@@ -1317,7 +1317,7 @@ def cow_child(config: str, n: int, workers: int) -> dict[str, Any]:
         gc.freeze()
     order = CowOrder(n)
     expected = [ds[i] for i in order.perm[:COW_BATCH].tolist()]
-    base = _pss(os.getpid())
+    base = pss(os.getpid())
     began = time.time()
     started = time.perf_counter()
     seen = np.zeros(n, dtype=np.int64)
@@ -1353,7 +1353,7 @@ def _cow_run(config: str, n: int, timeout: float) -> dict[str, Any]:
     ) as child:
         deadline = time.monotonic() + timeout
         while child.poll() is None and time.monotonic() < deadline:
-            samples.append((time.time(), sum(_pss(pid) for pid in _tree(child.pid))))
+            samples.append((time.time(), sum(pss(pid) for pid in _tree(child.pid))))
             time.sleep(0.2)
         if child.poll() is None:
             child.kill()
