@@ -29,7 +29,6 @@ from stoker.data._plan import LoaderPlan
 from stoker.data._resume.mode import BaseMode, apply_state, bad
 from stoker.data._resume.progress import EpochProgress, SavePoint
 from stoker.data._resume.samplers import check_merged, describe
-from stoker.data._samplers.stateful import is_stateful
 from stoker.data._sharded import SHARDED_FORMAT, ShardedIterableDataset
 
 __all__ = [
@@ -37,7 +36,6 @@ __all__ = [
     "FastForwardMode",
     "MergedShardsMode",
     "WorkerStatesMode",
-    "check_worker_states",
     "merged_resume",
     "sharded_fields",
 ]
@@ -49,8 +47,7 @@ class _IterableMode(BaseMode):
     def fields(self, plan: LoaderPlan) -> dict[str, Any]:
         """The loader's description, and for sharded datasets the rank's shards."""
         fields = describe(plan)
-        if isinstance(plan.dataset, ShardedIterableDataset):
-            fields.update(sharded_fields(plan.dataset, merged=False))
+        self._shards(plan, fields)
         return fields
 
     def ended(self, plan: LoaderPlan, progress: EpochProgress) -> bool:
@@ -137,7 +134,7 @@ class WorkerStatesMode(_IterableMode):
     def check(self, plan: LoaderPlan, state: dict[str, Any], batches: int) -> None:
         """The per-worker resume point, if any (the workers load it as they start)."""
         if state["sampler_state"] is not None:
-            check_worker_states(plan, state["sampler_state"])
+            _check_worker_states(plan, state["sampler_state"])
 
     def resume(self, plan: LoaderPlan, progress: EpochProgress, pending: dict[str, Any]) -> int:
         """The replicas start from their saved states."""
@@ -209,14 +206,11 @@ def sharded_fields(dataset: ShardedIterableDataset[Any], *, merged: bool) -> dic
     return fields
 
 
-def check_worker_states(plan: LoaderPlan, saved: Any) -> None:
-    """Check a ``"worker_states"`` resume point against ``plan`` before it is used."""
-    if not is_stateful(plan.dataset):
-        raise ValueError(
-            f"state holds per-worker dataset states but {type(plan.dataset).__name__} has no "
-            "state_dict()/load_state_dict() (or a state_dict() that needs arguments); load it "
-            "into a loader over the same dataset class"
-        )
+def _check_worker_states(plan: LoaderPlan, saved: Any) -> None:
+    """Check a ``"worker_states"`` resume point against ``plan`` before it is used.
+
+    (The mode is accepted only for a dataset with ``state_dict()``: see ``modes_for``.)
+    """
     missing = (
         [k for k in ("workers", "next_worker", "exhausted") if k not in saved]
         if isinstance(saved, dict)

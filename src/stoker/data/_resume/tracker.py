@@ -252,8 +252,7 @@ class ResumeTracker:
         self.base_seed: int | None = None
         self.restored_base_seed: int | None = None
         self._next_index = 0
-        self._pending: dict[str, Any] | None = None  # a loaded state, until an epoch opens
-        self._loaded: ResumeMode | None = None  # its mode
+        self._pending: tuple[ResumeMode, dict[str, Any]] | None = None  # loaded, not opened
 
     def open_epoch(self, plan: LoaderPlan, workers: bool) -> tuple[EpochProgress, Iterator[Any]]:
         """Begin an epoch: return its progress and the index stream every iterator consumes.
@@ -263,15 +262,15 @@ class ResumeTracker:
             workers: wrap the items with the sample key (workers load them elsewhere).
         """
         pending, self._pending = self._pending, None
-        loaded, self._loaded = self._loaded, None
         progress = EpochProgress(index=self._next_index)
         self.restored_base_seed = None
         replay = 0
-        if pending is not None and loaded is not None:
-            progress.index = int(pending["epoch"])
-            progress.yielded = int(pending["batches"])
-            self.restored_base_seed = pending.get("base_seed")
-            replay = loaded.resume(plan, progress, pending)
+        if pending is not None:
+            loaded, state = pending
+            progress.index = int(state["epoch"])
+            progress.yielded = int(state["batches"])
+            self.restored_base_seed = state.get("base_seed")
+            replay = loaded.resume(plan, progress, state)
         progress.resumed = progress.yielded
         self._next_index = progress.index + 1
         modes_for(plan).saves.begin(plan, progress)
@@ -311,9 +310,9 @@ class ResumeTracker:
 
     def save(self, plan: LoaderPlan) -> dict[str, Any]:
         """Return the loader's state (see :meth:`stoker.data.DataLoader.state_dict`)."""
-        if self._pending is not None and self._loaded is not None:
-            # loaded, not iterated yet: the loaded state still holds
-            return self._loaded.save_loaded(plan, self._pending)
+        if self._pending is not None:  # loaded, not iterated yet: the loaded state still holds
+            loaded, loaded_state = self._pending
+            return loaded.save_loaded(plan, loaded_state)
         mode = modes_for(plan).saves
         progress = self.current
         state: dict[str, Any] = {"format": LOADER_STATE_FORMAT, "version": LOADER_STATE_VERSION}
@@ -361,7 +360,7 @@ class ResumeTracker:
         except ValueError:
             restore_generator(plan.seed_source, before, "this loader")  # leave it as it was
             raise
-        self._pending, self._loaded = state, mode
+        self._pending = (mode, state)
         self._next_index = int(state["epoch"])
         self.sample_seed = state.get("sample_seed")
         self.current = None
