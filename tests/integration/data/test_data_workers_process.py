@@ -429,3 +429,10 @@ def test_a_forked_worker_holds_no_other_worker_task_pipe_nor_result_pipe_writer(
             assert ends.get(result_pipes[worker_id]) == {"w"}
     finally:
         pool.shutdown()
+
+
+def test_importing_stoker_data_imports_what_the_first_fork_needs() -> None:
+    """Multiprocessing's fork module is imported with ``stoker.data``, not at a first fork."""
+    code = "import sys, stoker.data; print('multiprocessing.popen_fork' in sys.modules)"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "True"

@@ -53,8 +53,10 @@ import signal
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing import connection
-from multiprocessing import popen_fork as _popen_fork  # noqa: F401 - see _start_one
+
+# popen_fork: multiprocessing imports it at a process's first fork; imported here, it no longer
+# costs a fresh loader's first batch about 0.5 ms
+from multiprocessing import connection, popen_fork  # noqa: F401
 from multiprocessing.context import BaseContext
 from multiprocessing.reduction import ForkingPickler
 from typing import Any
@@ -366,8 +368,6 @@ class ProcessPool:
         reader, writer = context.Pipe(duplex=False)
         inherited: tuple[int, ...] = ()
         if context.get_start_method() == "fork":
-            # (multiprocessing imports popen_fork at the first fork; imported with this module,
-            # it costs a fresh loader's first batch nothing, about 0.5 ms otherwise)
             # the main process's ends of every pipe, which a forked child would otherwise keep
             # open: the main process closing a task pipe then reads as end of file in its
             # worker, and a worker's write to a main process gone fails instead of filling a
