@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from stoker.board import _scalar_routes
 from stoker.board._page import PageServer, accepts_gzip
@@ -377,6 +379,57 @@ def test_json_without_orjson_reads_the_same(provider: Provider) -> None:
     assert slow is not None
     assert json.loads(slow) == json.loads(fast)
     assert '"NaN"' in slow.decode()
+
+
+_FLOAT64 = st.floats(allow_nan=False, allow_infinity=False, width=64)
+_INT64S = st.integers(min_value=-(1 << 63), max_value=(1 << 63) - 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(min_value=0, max_value=300).flatmap(
+        lambda count: st.tuples(
+            st.lists(_INT64S, min_size=count, max_size=count),
+            st.lists(_FLOAT64, min_size=count, max_size=count),
+            st.lists(st.floats(width=32), min_size=count, max_size=count),
+        )
+    )
+)
+def test_a_series_written_a_column_at_a_time_is_the_dicts_bytes(
+    series: tuple[list[int], list[float], list[float]],
+) -> None:
+    """The time series route's JSON for a series: the same bytes whichever way it is written.
+
+    Any steps, wall times and float32 values (subnormals, -0.0, the extremes, NaN and the
+    infinities among them), short series and long.
+    """
+    steps, walls, values = series
+    columns = (np.array(steps, np.int64), np.array(walls), np.array(values, np.float32))
+    expected = _scalar_routes.dumps(_scalar_routes._data(columns))
+    assert _scalar_routes._data_json(columns) == expected
+    assert len(json.loads(expected)) == len(steps)
+
+
+def test_a_long_finite_series_is_written_without_a_dict_per_point(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The column path is the one taken for a long series of finite numbers."""
+    count = 1000
+    columns = (
+        np.arange(count, dtype=np.int64) * 7 - 3,
+        1.7e9 + np.arange(count) * 0.37,
+        np.linspace(-3.0, 1e30, count).astype(np.float32),
+    )
+    expected = _scalar_routes.dumps(_scalar_routes._data(columns))
+
+    def no_dicts(columns: Any) -> Any:
+        raise AssertionError("a dict per point was built")
+
+    monkeypatch.setattr(_scalar_routes, "_data", no_dicts)
+    assert _scalar_routes._data_json(columns) == expected
+    columns[2][5] = np.nan  # Cleanse's "NaN" needs the dicts
+    with pytest.raises(AssertionError, match="a dict per point"):
+        _scalar_routes._data_json(columns)
 
 
 def test_answers_are_made_once_per_generation_and_kept_within_the_budget() -> None:

@@ -354,19 +354,19 @@ def _scalar_metadata(tag: str) -> SeriesMetadata:
 def _histogram_tensor(payload: bytes) -> bytes:
     """A classic ``HistogramProto`` as the ``[k, 3]`` float32 tensor TensorBoard serves."""
     histo = HISTOGRAM.decode(payload)
-    counts = [float(count) for count in histo.get("bucket", [])]
-    limits = [float(limit) for limit in histo.get("bucket_limit", [])]
-    nonzero = [index for index, count in enumerate(counts) if count > 0]
-    if not nonzero:
+    counts = np.array(histo.get("bucket", []), dtype=np.float64)
+    limits = np.array(histo.get("bucket_limit", []), dtype=np.float64)
+    nonzero = np.flatnonzero(counts > 0)
+    if not len(nonzero):
         buckets = np.zeros((0, 3), dtype=np.float32)
     else:
-        start, end = nonzero[0], nonzero[-1]
+        start, end = int(nonzero[0]), int(nonzero[-1])
         inner = limits[start:end]
         if len(inner) != end - start:
             raise WireError(f"histogram has {len(limits)} bucket limits for {len(counts)} buckets")
-        lefts = [float(histo.get("min", 0.0)), *inner]
-        rights = [*inner, float(histo.get("max", 0.0))]
-        buckets = np.array([lefts, rights, counts[start : end + 1]], dtype=np.float32).T
+        lefts = np.concatenate(([float(histo.get("min", 0.0))], inner))
+        rights = np.concatenate((inner, [float(histo.get("max", 0.0))]))
+        buckets = np.stack([lefts, rights, counts[start : end + 1]]).astype(np.float32).T
     return _float_tensor(buckets)
 
 
