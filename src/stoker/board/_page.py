@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stoker._checks import check_int
+from stoker.board._blob_routes import BLOB_ROUTES, blob_answer
 from stoker.board._provider import Provider
 from stoker.board._scalar_routes import multirun_answer, scalars_answer, time_series_answer
 from stoker.board._server import check_host, check_port
@@ -49,9 +50,10 @@ _HOP_BY_HOP = frozenset({
     "upgrade", "proxy-authenticate", "proxy-authorization",
 })  # fmt: skip
 _ROUTE = re.compile(
-    r"(?:/experiment/[^/]+)?/data/plugin/"
-    r"(?P<route>scalars/scalars|scalars/scalars_multirun|timeseries/timeSeries)"
+    r"(?:/experiment/[^/]+)?/data/plugin/(?P<route>scalars/scalars|scalars/scalars_multirun"
+    r"|timeseries/timeSeries|images/individualImage|audio/individualAudio|timeseries/imageData)"
 )
+_JSON = "application/json"
 
 
 def accepts_gzip(header: str) -> bool:
@@ -213,12 +215,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         answer = self._answer_here(body)
         if answer is not None:
-            self._send_json(answer)
+            self._send(*answer)
             return
         self._pass_on(body)
 
-    def _answer_here(self, body: bytes | None) -> bytes | None:
-        """The answer to a scalar route's request, or None for TensorBoard to answer."""
+    def _answer_here(self, body: bytes | None) -> tuple[bytes, str] | None:
+        """The answer to a scalar or blob route's request and its content type.
+
+        None for TensorBoard to answer.
+        """
         page = self.server.page
         target = urllib.parse.urlsplit(self.path)
         if not target.path.startswith(page.prefix):
@@ -228,6 +233,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return None
         route = found.group("route")
         args = _first_values(target.query)
+        if route in BLOB_ROUTES:
+            return self._blob_here(route, args)
         if self.command == "POST" and route != "scalars/scalars":
             kind = self.headers.get("Content-Type", "").partition(";")[0].strip().lower()
             if kind != _FORM:
@@ -271,17 +278,33 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             _LOG.warning("stoker board: answering %s failed (%s); TensorBoard answers it",
                          self.path, err)  # fmt: skip
             return None
+        if answer is None:
+            return None
+        page.count(route)
+        return answer, _JSON
+
+    def _blob_here(self, route: str, args: dict[str, str]) -> tuple[bytes, str] | None:
+        """An image's or audio clip's bytes (never held) and content type, or None."""
+        if self.command != "GET":
+            return None
+        page = self.server.page
+        try:
+            answer = blob_answer(page.provider, route, args)
+        except Exception as err:  # a defect here must not cost the page: TensorBoard answers
+            _LOG.warning("stoker board: answering %s failed (%s); TensorBoard answers it",
+                         self.path, err)  # fmt: skip
+            return None
         if answer is not None:
             page.count(route)
         return answer
 
-    def _send_json(self, data: bytes) -> None:
-        zipped = accepts_gzip(self.headers.get("Accept-Encoding", ""))
+    def _send(self, data: bytes, kind: str) -> None:
+        """A 200 answer with TensorBoard's headers (a JSON answer is gzipped if accepted)."""
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.send_header("X-Content-Type-Options", "nosniff")
-        if zipped:
+        if kind == _JSON and accepts_gzip(self.headers.get("Accept-Encoding", "")):
             self.send_header("Content-Encoding", "gzip")
         self.send_header("Expires", "0")
         self.send_header("Cache-Control", "no-cache, must-revalidate")

@@ -515,13 +515,22 @@ class Provider:
             )
         return point, tag, index
 
+    def blob_bytes(self, key: str) -> bytes:
+        """The bytes of the blob a key names, read again from its event file.
+
+        Raises:
+            RequestError: As :meth:`find_blob`, and NOT_FOUND when the record is no longer
+                there intact (its file was removed or rewritten since it was read).
+        """
+        point, tag, index = self.find_blob(key)
+        try:
+            return read_blob(point, tag, index)
+        except EventFileError as err:
+            raise RequestError("NOT_FOUND", f"blob key {key!r}: {err}") from err
+
     def read_blob(self, request: Any) -> Iterator[Any]:
         """ReadBlob: the blob's bytes, read again from its event file, in chunks."""
-        point, tag, index = self.find_blob(request.blob_key)
-        try:
-            data = read_blob(point, tag, index)
-        except EventFileError as err:  # the file was removed or rewritten since it was read
-            raise RequestError("NOT_FOUND", f"blob key {request.blob_key!r}: {err}") from err
+        data = self.blob_bytes(request.blob_key)
         view = memoryview(data)
         for start in range(0, max(len(data), 1), BLOB_CHUNK_BYTES):
             yield pb.ReadBlobResponse(data=bytes(view[start : start + BLOB_CHUNK_BYTES]))

@@ -58,7 +58,8 @@ def test_board_answers_as_the_python_loader(writer: str, served: str, tmp_path: 
     type and body through ``stoker board`` as through TensorBoard's Python loader
     (``--load_fast=false``), on one corpus: through TensorBoard's web server on stoker's
     gRPC provider, and through the page server ``stoker board`` puts in front of it (the
-    scalar routes answered from the reader's columns, every other route passed on).
+    scalar routes answered from the reader's columns, images and audio from their files,
+    every other route passed on).
     """
     logdir = WRITERS[writer](tmp_path / writer)
     with board_http.serve_python(logdir) as base:
@@ -78,6 +79,12 @@ def test_board_answers_as_the_python_loader(writer: str, served: str, tmp_path: 
         ]  # fmt: skip
         assert answered["scalars/scalars"] >= len(json_scalars) > 0
         assert answered["timeseries/timeSeries"] >= 1
+        for route in ("images/individualImage", "audio/individualAudio", "timeseries/imageData"):
+            blobs = [
+                key for key in found
+                if board_http.route_of(key).endswith(route) and found[key][0] == 200
+            ]  # fmt: skip
+            assert answered.get(route, 0) >= len(blobs) > 0, route
     doubles = [key for key, answer in expected.items() if "lr_double" in f"{key} {answer!r}"]
     assert doubles, "the corpus lost its double-precision scalars"
     for key in doubles:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import http.client
 import http.server
+import io
 import json
 import threading
 import urllib.parse
@@ -22,9 +23,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from stoker.board import _scalar_routes
+from stoker.board import _blob_routes, _scalar_routes
 from stoker.board._page import PageServer, accepts_gzip
-from stoker.board._provider import AnswerCache, Provider
+from stoker.board._provider import AnswerCache, Provider, blob_key
 from stoker.tensorboard import SummaryWriter
 from stoker.tensorboard._board import SeriesLog
 
@@ -379,6 +380,135 @@ def test_json_without_orjson_reads_the_same(provider: Provider) -> None:
     assert slow is not None
     assert json.loads(slow) == json.loads(fast)
     assert '"NaN"' in slow.decode()
+
+
+@pytest.fixture
+def media(tmp_path: Path, upstream: _Upstream) -> Iterator[tuple[PageServer, Path]]:
+    """A page server on a run with an image and an audio clip, and the run's directory."""
+    run = tmp_path / "media"
+    with SummaryWriter(run) as writer:
+        writer.add_image("picture", np.linspace(0.0, 1.0, 3 * 8 * 8).reshape(3, 8, 8), 4)
+        writer.add_audio("clip", np.sin(np.arange(800) / 9.0), 4, sample_rate=8000)
+    provider = Provider(SeriesLog(tmp_path, workers=1))
+    server = PageServer(
+        provider, ("127.0.0.1", upstream.server_address[1]), host="127.0.0.1", port=0
+    ).start()
+    yield server, run
+    server.stop()
+
+
+def _blob_query(plugin: str, tag: str, index: int, **more: str) -> str:
+    key = blob_key("", plugin, "media", tag, step=4, index=index)
+    return urllib.parse.urlencode({"blob_key": key, **more})
+
+
+def _image_id() -> str:
+    """The Time Series page's query for the written image."""
+    return urllib.parse.urlencode({"imageId": blob_key("", "images", "media", "picture", step=4,
+                                                       index=2)})  # fmt: skip
+
+
+def test_images_and_audio_are_answered_here_from_their_files(
+    media: tuple[PageServer, Path], upstream: _Upstream
+) -> None:
+    """An image's and a clip's bytes as written, with TensorBoard's content types and headers.
+
+    The images route, the Time Series page's (under ``/experiment/ID``) and the audio route;
+    never gzipped (TensorBoard gzips only text), and not kept in the answer cache.
+    """
+    page, _ = media
+    image_query = _blob_query("images", "picture", 2)
+    found = {
+        "image": _ask(page, "GET", f"/data/plugin/images/individualImage?{image_query}",
+                      headers={"Accept-Encoding": "gzip"}),
+        "time series": _ask(page, "GET",
+                            f"/experiment/x/data/plugin/timeseries/imageData?{_image_id()}"),
+        "audio": _ask(page, "GET", "/data/plugin/audio/individualAudio?"
+                      + _blob_query("audio", "clip", 0, content_type="audio/wav")),
+    }  # fmt: skip
+    for name, (status, headers, data) in found.items():
+        assert status == 200, name
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        assert headers["Cache-Control"] == "no-cache, must-revalidate"
+        assert "Content-Encoding" not in headers
+        assert int(headers["Content-Length"]) == len(data)
+    assert found["image"][1]["Content-Type"] == "image/png"
+    assert found["image"][2].startswith(b"\x89PNG\r\n\x1a\n")
+    assert found["time series"][1]["Content-Type"] == "image/png"
+    assert found["time series"][2] == found["image"][2]
+    assert found["audio"][1]["Content-Type"] == "audio/wav"
+    assert found["audio"][2][:4] == b"RIFF"
+    assert found["audio"][2][8:12] == b"WAVE"
+    assert upstream.asked == []
+    assert page.answered == {
+        "images/individualImage": 1, "timeseries/imageData": 1, "audio/individualAudio": 1
+    }  # fmt: skip
+    assert page.provider.answers._bytes == 0
+
+
+@pytest.mark.parametrize(
+    ("method", "target"),
+    [
+        ("GET", "/data/plugin/images/individualImage"),
+        ("GET", "/data/plugin/images/individualImage?blob_key="),
+        ("GET", "/data/plugin/images/individualImage?blob_key=not-a-key"),
+        ("GET", "/data/plugin/images/individualImage?" + _blob_query("images", "picture", 3)),
+        ("GET", "/data/plugin/images/individualImage?" + _blob_query("images", "nothing", 2)),
+        ("GET", "/data/plugin/timeseries/imageData?imageId="),
+        ("GET", "/data/plugin/audio/individualAudio?" + _blob_query("audio", "clip", 0)),
+        ("GET", "/data/plugin/audio/individualAudio?"
+         + _blob_query("audio", "clip", 0, content_type="text/html")),
+        ("HEAD", "/data/plugin/images/individualImage?" + _blob_query("images", "picture", 2)),
+        ("POST", "/data/plugin/images/individualImage?" + _blob_query("images", "picture", 2)),
+    ],
+)  # fmt: skip
+def test_blob_requests_tensorboard_answers_differently_go_to_it(
+    media: tuple[PageServer, Path], upstream: _Upstream, method: str, target: str
+) -> None:
+    """No key, a bad key, no such blob, a content type TensorBoard refuses, HEAD, POST."""
+    page, _ = media
+    status, headers, _ = _ask(page, method, target, b"" if method == "POST" else None)
+    assert (status, headers["X-Upstream"]) == (404, "yes")
+    assert [(asked[0], asked[1]) for asked in upstream.asked] == [(method, target)]
+    assert page.answered == {}
+
+
+def test_an_image_whose_file_is_gone_goes_to_tensorboard(
+    media: tuple[PageServer, Path], upstream: _Upstream
+) -> None:
+    """A blob that cannot be read again intact is never other bytes: TensorBoard answers it."""
+    page, run = media
+    for path in run.iterdir():
+        path.write_bytes(b"\0" * path.stat().st_size)
+    target = "/data/plugin/images/individualImage?" + _blob_query("images", "picture", 2)
+    assert _ask(page, "GET", target)[0] == 404
+    assert len(upstream.asked) == 1
+
+
+def _encoded(kind: str, **options: Any) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (5, 4), (10, 200, 30)).save(out, kind, **options)
+    return out.getvalue()
+
+
+def test_an_image_is_typed_as_tensorboard_types_it() -> None:
+    """The content type of an image's bytes is the one TensorBoard's own detector gives."""
+    from tensorboard.util import img_mime_type_detector
+
+    samples = {kind: _encoded(kind) for kind in ("PNG", "JPEG", "GIF", "BMP", "WEBP", "TIFF")}
+    samples.update(
+        empty=b"", width=b"256", garbage=bytes(range(256)), png_header=samples["PNG"][:8],
+        truncated=samples["PNG"][:40],
+    )  # fmt: skip
+    types = {name: _blob_routes.image_type(data) for name, data in samples.items()}
+    assert types == {
+        name: img_mime_type_detector.from_bytes(data) for name, data in samples.items()
+    }
+    assert (types["PNG"], types["JPEG"], types["GIF"], types["BMP"], types["WEBP"]) == (
+        "image/png", "image/jpeg", "image/gif", "image/bmp", "application/octet-stream"
+    )  # fmt: skip
 
 
 _FLOAT64 = st.floats(allow_nan=False, allow_infinity=False, width=64)
