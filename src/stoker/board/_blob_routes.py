@@ -5,10 +5,11 @@ TensorBoard's web server answers an image or audio clip (``images/individualImag
 provider for the blob, which reaches stoker's data server over gRPC and comes back in chunks:
 about 5 ms an image on a 2-core machine, most of the time to fill an image dashboard. The page
 server answers them itself from the same provider (the blob read again from its event file,
-never held), with the content type TensorBoard gives them: an image's from its leading bytes,
-as TensorBoard's ``img_mime_type_detector`` tells it with Pillow (BMP, GIF, JPEG and PNG by
-name, anything else ``application/octet-stream``); an audio clip's the one the request names,
-which must be one TensorBoard allows.
+never held), with the content type TensorBoard gives them: an image's from its bytes, by
+TensorBoard's own ``tensorboard.util.img_mime_type_detector`` (TensorBoard runs in the same
+Python environment; a TensorBoard without that module, before 2.20, types images its older way
+and answers the image routes itself); an audio clip's the one the request names, which must be
+one TensorBoard allows.
 
 :func:`blob_answer` returns None for every request TensorBoard answers differently (a missing
 argument, a content type it refuses, a key that names no blob): those go to TensorBoard's web
@@ -17,32 +18,30 @@ server, which answers its own errors.
 
 from __future__ import annotations
 
-import io
-
-from PIL import Image
+from collections.abc import Callable
 
 from stoker.board._provider import Provider, RequestError
 
-__all__ = ["BLOB_ROUTES", "blob_answer", "image_type"]
+__all__ = ["BLOB_ROUTES", "blob_answer", "image_typer"]
 
 BLOB_ROUTES = ("images/individualImage", "audio/individualAudio", "timeseries/imageData")
 """The routes answered here, after ``/data/plugin/``."""
 
-# The image formats TensorBoard names (Pillow's format, lower case), and its default.
-_IMAGE_TYPES = {"bmp": "image/bmp", "gif": "image/gif", "jpeg": "image/jpeg", "png": "image/png"}
-_UNKNOWN_TYPE = "application/octet-stream"
 # The content types TensorBoard's audio route serves a clip as.
-_AUDIO_TYPES = frozenset({"audio/wav", _UNKNOWN_TYPE})
+_AUDIO_TYPES = frozenset({"audio/wav", "application/octet-stream"})
 
 
-def image_type(data: bytes) -> str:
-    """The content type TensorBoard serves an image's bytes with."""
+def image_typer() -> Callable[[bytes], str] | None:
+    """TensorBoard's function from an image's bytes to its content type; None without it."""
     try:
-        with Image.open(io.BytesIO(data)) as image:  # reads the header only
-            name = (image.format or "").lower()
-    except Exception:  # anything Pillow cannot open has TensorBoard's default type
-        return _UNKNOWN_TYPE
-    return _IMAGE_TYPES.get("jpeg" if name == "jpg" else name, _UNKNOWN_TYPE)
+        from tensorboard.util import img_mime_type_detector  # noqa: PLC0415 - optional
+    except ImportError:
+        return None
+    typer: Callable[[bytes], str] = img_mime_type_detector.from_bytes
+    return typer
+
+
+_image_type = image_typer()
 
 
 def blob_answer(provider: Provider, route: str, args: dict[str, str]) -> tuple[bytes, str] | None:
@@ -54,6 +53,8 @@ def blob_answer(provider: Provider, route: str, args: dict[str, str]) -> tuple[b
         key, kind = args.get("blob_key"), args.get("content_type")
         if kind not in _AUDIO_TYPES:
             return None
+    elif _image_type is None:
+        return None
     else:
         key = args.get("imageId" if route == "timeseries/imageData" else "blob_key")
         kind = None
@@ -63,4 +64,6 @@ def blob_answer(provider: Provider, route: str, args: dict[str, str]) -> tuple[b
         data = provider.blob_bytes(key)
     except RequestError:
         return None
-    return data, kind or image_type(data)
+    if kind is not None:
+        return data, kind
+    return None if _image_type is None else (data, _image_type(data))

@@ -225,10 +225,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         None for TensorBoard to answer.
         """
         page = self.server.page
-        target = urllib.parse.urlsplit(self.path)
-        if not target.path.startswith(page.prefix):
+        try:
+            target = urllib.parse.urlsplit(self.path)
+        except ValueError:  # not a URL (a bad IPv6 host): TensorBoard answers it
             return None
-        found = _ROUTE.fullmatch(target.path[len(page.prefix) :])
+        path = urllib.parse.unquote(target.path)  # routed decoded, as TensorBoard routes
+        if not path.startswith(page.prefix):
+            return None
+        found = _ROUTE.fullmatch(path[len(page.prefix) :])
         if found is None:
             return None
         route = found.group("route")
