@@ -444,7 +444,7 @@ def test_images_and_audio_are_answered_here_from_their_files(
     assert page.answered == {
         "images/individualImage": 1, "timeseries/imageData": 1, "audio/individualAudio": 1
     }  # fmt: skip
-    assert page.provider.answers._bytes == 0
+    assert page.provider.answers.size == 0
 
 
 @pytest.mark.parametrize(

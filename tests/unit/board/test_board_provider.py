@@ -3,12 +3,23 @@
 from __future__ import annotations
 
 import base64
+import gzip
 import json
+import os
+import zlib
 
+import numpy as np
 import pytest
 from tensorboard.backend.event_processing import data_provider as tb_provider
 
-from stoker.board._provider import RequestError, blob_key, downsample_indices, parse_blob_key
+from stoker.board._provider import (
+    RequestError,
+    blob_key,
+    downsample_indices,
+    gzip_fast,
+    gzip_pieces,
+    parse_blob_key,
+)
 
 
 @pytest.mark.parametrize(
@@ -76,3 +87,34 @@ def test_a_malformed_blob_key_is_an_invalid_argument(key: str) -> None:
         parse_blob_key(key)
     assert caught.value.code == "INVALID_ARGUMENT"
     assert repr(key) in str(caught.value)
+
+
+_MIB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("size", "pieces"),
+    [(0, 1), (1, 1), (5000, 1), (8 * _MIB - 1, 1), (8 * _MIB, 1), (16 * _MIB, 2),
+     (16 * _MIB + 3, 2), (40 * _MIB + 7, 4)],
+)  # fmt: skip
+def test_a_gzip_answer_reads_back_whole(
+    size: int, pieces: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large answer is gzipped in pieces on every core, and reads back as the whole body.
+
+    Read with ``gzip`` and with a streaming inflater fed 64 KiB at a time, as a browser reads;
+    one gzip member, nothing after it. Half the body is JSON, half random bytes.
+    """
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)  # the pieces do not depend on this machine
+    assert gzip_pieces(size) == pieces
+    half = size // 2
+    text = b'{"wallTime":1700000000.25,"step":7,"value":0.10000000149011612},'
+    body = (text * (half // len(text) + 1))[:half] + np.random.default_rng(size).bytes(size - half)
+    zipped = gzip_fast(body)
+    assert gzip.decompress(zipped) == body
+    reader = zlib.decompressobj(wbits=16 + zlib.MAX_WBITS)
+    chunk = 65536
+    out = [reader.decompress(zipped[at : at + chunk]) for at in range(0, len(zipped), chunk)]
+    assert b"".join([*out, reader.flush()]) == body
+    assert reader.eof
+    assert reader.unused_data == b""
