@@ -476,6 +476,7 @@ def measure(
                 times = [scenario.after(base) for _ in range(args.refreshes)]
                 result["refresh_s"] = statistics.median(took for took, _ in times)
                 result["refresh_served_s"] = statistics.median(served for _, served in times)
+                result["refreshes"] = times  # each (whole, answered), the first view first
             server.watch.sample()
             result["rss_mib"] = server.watch.peak / 2**20
             result["pss_mib"] = server.watch.peak_pss / 2**20
@@ -533,6 +534,10 @@ def report(title: str, results: list[dict[str, Any]]) -> None:
             served = f"{row['refresh_served_s']:.2f}" if "refresh_served_s" in row else "-"
             line += f"{served:>10}"
         print(line)
+    for row in results:
+        if len(row.get("refreshes", ())) > 1:
+            each = ", ".join(f"{took:.2f}/{served:.2f}" for took, served in row["refreshes"])
+            print(f"  {row['server']}: each refresh, whole/served s: {each}")
     print(
         "(vs X: X's seconds / this row's; above 1 is faster than X. answered: the seconds less"
         " those this client spent parsing the answers' JSON)\n",
