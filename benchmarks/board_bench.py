@@ -7,7 +7,7 @@ Each server is started as a command in a fresh process tree (its own session) an
 ``Popen`` until TensorBoard's HTTP API has answered with every run's data in full; the tree is
 then stopped (SIGTERM to its group and to every member, SIGKILL after 15 s), on every path.
 That time includes this client's parsing of the answers' JSON (the same JSON from every server:
-on the sweep about 4 s of it); the table's ``answered`` column is the time less that parsing.
+on the sweep about 3.5 s of it); the table's ``answered`` column is the time less that parsing.
 Servers, each with ``--samples_per_plugin scalars=N,images=M`` (N the points of one tag of one
 run, M the images of one run: TensorBoard keeps 1,000 scalars and 10 images of each series by
 default, and these flags make it keep all):

@@ -22,7 +22,7 @@ from collections.abc import Callable
 
 from stoker.board._provider import Provider, RequestError
 
-__all__ = ["BLOB_ROUTES", "blob_answer", "image_typer"]
+__all__ = ["BLOB_ROUTES", "blob_answer"]
 
 BLOB_ROUTES = ("images/individualImage", "audio/individualAudio", "timeseries/imageData")
 """The routes answered here, after ``/data/plugin/``."""
@@ -31,7 +31,7 @@ BLOB_ROUTES = ("images/individualImage", "audio/individualAudio", "timeseries/im
 _AUDIO_TYPES = frozenset({"audio/wav", "application/octet-stream"})
 
 
-def image_typer() -> Callable[[bytes], str] | None:
+def _image_typer() -> Callable[[bytes], str] | None:
     """TensorBoard's function from an image's bytes to its content type; None without it."""
     try:
         from tensorboard.util import img_mime_type_detector  # noqa: PLC0415 - optional
@@ -41,7 +41,7 @@ def image_typer() -> Callable[[bytes], str] | None:
     return typer
 
 
-_image_type = image_typer()
+_image_type = _image_typer()
 
 
 def blob_answer(provider: Provider, route: str, args: dict[str, str]) -> tuple[bytes, str] | None:

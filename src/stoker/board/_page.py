@@ -276,31 +276,33 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return None
             key = (route, text)
             make = lambda: time_series_answer(provider, requests, samples)  # noqa: E731
-        try:
+
+        def cached() -> tuple[bytes, str] | None:
             answer = provider.answers.get(generation, key, make, zipped)
-        except Exception as err:  # a defect here must not cost the page: TensorBoard answers
-            _LOG.warning("stoker board: answering %s failed (%s); TensorBoard answers it",
-                         self.path, err)  # fmt: skip
-            return None
-        if answer is None:
-            return None
-        page.count(route)
-        return answer, _JSON
+            return None if answer is None else (answer, _JSON)
+
+        return self._answered(route, cached)
 
     def _blob_here(self, route: str, args: dict[str, str]) -> tuple[bytes, str] | None:
         """An image's or audio clip's bytes (never held) and content type, or None."""
         if self.command != "GET":
             return None
-        page = self.server.page
+        provider = self.server.page.provider
+        return self._answered(route, lambda: blob_answer(provider, route, args))
+
+    def _answered(
+        self, route: str, answer: Callable[[], tuple[bytes, str] | None]
+    ) -> tuple[bytes, str] | None:
+        """What ``answer()`` gives, counted as answered here; None if it raised (logged)."""
         try:
-            answer = blob_answer(page.provider, route, args)
+            found = answer()
         except Exception as err:  # a defect here must not cost the page: TensorBoard answers
             _LOG.warning("stoker board: answering %s failed (%s); TensorBoard answers it",
                          self.path, err)  # fmt: skip
             return None
-        if answer is not None:
-            page.count(route)
-        return answer
+        if found is not None:
+            self.server.page.count(route)
+        return found
 
     def _send(self, data: bytes, kind: str) -> None:
         """A 200 answer with TensorBoard's headers (a JSON answer is gzipped if accepted)."""

@@ -486,6 +486,33 @@ def test_an_image_whose_file_is_gone_goes_to_tensorboard(
     assert len(upstream.asked) == 1
 
 
+def test_a_defect_answering_here_leaves_the_request_to_tensorboard(
+    media: tuple[PageServer, Path],
+    upstream: _Upstream,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An error inside a scalar or blob answer is logged once, and TensorBoard answers."""
+    page, _ = media
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("broken on purpose")
+
+    monkeypatch.setattr(page.provider, "blob_bytes", broken)
+    monkeypatch.setattr(page.provider, "scalar_columns", broken)
+    targets = [
+        "/data/plugin/images/individualImage?" + _blob_query("images", "picture", 2),
+        "/data/plugin/scalars/scalars?run=media&tag=loss",
+    ]
+    with caplog.at_level("WARNING", logger="stoker.board"):
+        assert [_ask(page, "GET", target)[0] for target in targets] == [404, 404]
+    assert [asked[1] for asked in upstream.asked] == targets
+    assert page.answered == {}
+    failures = [record.getMessage() for record in caplog.records]
+    assert len(failures) == 2
+    assert all("broken on purpose" in failure for failure in failures)
+
+
 def test_without_tensorboards_image_typer_images_go_to_tensorboard(
     media: tuple[PageServer, Path], upstream: _Upstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
